@@ -1,0 +1,30 @@
+// The job supervisor: starts the ranks, forwards their output, watches for
+// exits, signals and the timeout, stops every rank when one fails, and
+// reaps them all before returning kfrun's exit code.
+#pragma once
+
+#include <signal.h>
+
+#include <string>
+#include <vector>
+
+namespace kfrun {
+
+struct JobSpec {
+  std::string path;                           // resolved program
+  std::vector<std::string> argv;              // as given by the user
+  std::vector<std::vector<std::string>> env;  // per rank
+  double timeout_seconds = 0;                 // 0: none
+  bool prefix = true;
+  bool stdin_to_rank0 = false;
+};
+
+// Seconds between the polite signal and SIGKILL.
+constexpr int kGraceSeconds = 3;
+
+// Runs the job and returns kfrun's exit code. Expects SIGCHLD, SIGINT,
+// SIGTERM and SIGHUP to be blocked in the calling thread (they are read from
+// a signalfd); `child_mask` is the mask the ranks start with.
+int run_job(const JobSpec& spec, const sigset_t& child_mask);
+
+}  // namespace kfrun
