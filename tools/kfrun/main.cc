@@ -50,11 +50,21 @@ void raise_fd_limit() {
 int main(int argc, char** argv) {
   // Block the signals kfrun handles before anything else, so none is lost
   // between here and the signalfd; the ranks get the original mask back.
+  // A signal kfrun was started with ignored (nohup, a background job of a
+  // shell) stays ignored, for kfrun and, inherited, for the ranks.
   sigset_t handled;
   sigset_t original;
   sigemptyset(&handled);
-  for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&handled, s);
+  sigaddset(&handled, SIGCHLD);
+  for (int s : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction current {};
+    if (sigaction(s, nullptr, &current) == 0 && current.sa_handler == SIG_IGN) continue;
+    sigaddset(&handled, s);
+  }
   sigprocmask(SIG_BLOCK, &handled, &original);
+  // Inherited SIGCHLD = SIG_IGN would make the kernel reap the ranks and
+  // hide their exit status.
+  signal(SIGCHLD, SIG_DFL);
   // A closed stdout must not kill kfrun (and leave ranks behind).
   signal(SIGPIPE, SIG_IGN);
   ensure_std_fds();
@@ -113,5 +123,5 @@ int main(int argc, char** argv) {
     spec.env.push_back(kfrun::build_rank_env(environ, opt.exports, job, r));
   }
   std::fflush(stdout);
-  return kfrun::run_job(spec, original);
+  return kfrun::run_job(spec, handled, original);
 }

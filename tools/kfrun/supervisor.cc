@@ -35,8 +35,9 @@ std::string signal_name(int sig) {
 
 struct Rank {
   int index = 0;
-  pid_t pid = -1;          // > 0 until reaped
-  bool exited = false;     // exit seen (the zombie is kept until the end)
+  pid_t pid = -1;          // > 0 once started; also the process group id
+  bool exited = false;     // exit seen
+  bool reaped = false;     // exit status collected (no zombie left)
   int out_fd = -1;
   int err_fd = -1;
   std::unique_ptr<LineForwarder> out;
@@ -45,8 +46,8 @@ struct Rank {
 
 class Supervisor {
  public:
-  Supervisor(const JobSpec& spec, const sigset_t& child_mask)
-      : spec_(spec), child_mask_(child_mask), stdout_(1), stderr_(2) {}
+  Supervisor(const JobSpec& spec, const sigset_t& handled, const sigset_t& child_mask)
+      : spec_(spec), handled_(handled), child_mask_(child_mask), stdout_(1), stderr_(2) {}
 
   int run();
 
@@ -60,12 +61,14 @@ class Supervisor {
   void close_stream(Rank& r, bool is_err);
   void stop(Reason reason, int exit_code, const std::string& message, int sig);
   void signal_all(int sig);
+  void reap(Rank& r);
   void reap_all();
   bool all_exited() const;
   bool any_stream_open() const;
   void say(const std::string& line) { stderr_.write_all("kfrun: " + line + "\n"); }
 
   const JobSpec& spec_;
+  sigset_t handled_;
   sigset_t child_mask_;
   Sink stdout_;
   Sink stderr_;
@@ -81,10 +84,7 @@ class Supervisor {
 };
 
 int Supervisor::run() {
-  sigset_t handled;
-  sigemptyset(&handled);
-  for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&handled, s);
-  signal_fd_ = ::signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK);
+  signal_fd_ = ::signalfd(-1, &handled_, SFD_CLOEXEC | SFD_NONBLOCK);
   if (signal_fd_ < 0) {
     say(std::string("signalfd: ") + std::strerror(errno));
     return kExitLauncherError;
@@ -240,6 +240,7 @@ void Supervisor::check_exits() {
     std::memset(&info, 0, sizeof(info));
     // WNOWAIT keeps the zombie: its pid, and so its process group id, cannot
     // be reused by an unrelated process while kfrun may still signal it.
+    // Failed ranks stay zombies until the job has been stopped.
     if (::waitid(P_PID, static_cast<id_t>(r.pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) continue;
     if (info.si_pid == 0) continue;  // still running
     r.exited = true;
@@ -252,7 +253,11 @@ void Supervisor::check_exits() {
       code = 128 + info.si_status;
       how = "was killed by " + signal_name(info.si_status) + " (" + ::strsignal(info.si_status) + ")";
     }
-    if (code != 0 && reason_ == Reason::kNone) {
+    if (code == 0 && reason_ == Reason::kNone) {
+      // A rank that finished well while the job goes on (an elastic job may
+      // shrink) is reaped now, so it does not linger as <defunct>.
+      reap(r);
+    } else if (reason_ == Reason::kNone) {
       bool others = std::any_of(ranks_.begin(), ranks_.end(), [](const Rank& o) { return !o.exited; });
       stop(Reason::kFailure, code,
            "rank " + std::to_string(r.index) + " " + how + (others ? "; stopping the other ranks" : ""),
@@ -295,21 +300,29 @@ void Supervisor::stop(Reason reason, int exit_code, const std::string& message, 
 }
 
 void Supervisor::signal_all(int sig) {
-  // The whole group of each rank, so processes a rank started go too. Ranks
-  // that exited are still zombies here, so their group ids are still theirs.
+  // The whole group of each rank, so processes a rank started go too. An
+  // unreaped rank (running or zombie) holds its pid, so the group id is
+  // still its own. A reaped rank's group is signalled only while its pipes
+  // are open: then a process it started still holds them, and in the usual
+  // case still belongs to the group, which keeps the id from being reused.
   for (const Rank& r : ranks_) {
-    if (r.pid > 0) ::kill(-r.pid, sig);
+    if (r.pid <= 0) continue;
+    if (!r.reaped || r.out_fd >= 0 || r.err_fd >= 0) ::kill(-r.pid, sig);
   }
+}
+
+void Supervisor::reap(Rank& r) {
+  if (r.pid <= 0 || r.reaped) return;
+  int status;
+  while (::waitpid(r.pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  r.reaped = true;
 }
 
 void Supervisor::reap_all() {
   for (Rank& r : ranks_) {
-    if (r.pid <= 0) continue;
-    if (!r.exited) ::kill(-r.pid, SIGKILL);  // only after a launcher error
-    int status;
-    while (::waitpid(r.pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    r.pid = -1;
+    if (r.pid > 0 && !r.exited) ::kill(-r.pid, SIGKILL);  // only after a launcher error
+    reap(r);
   }
 }
 
@@ -324,8 +337,8 @@ bool Supervisor::any_stream_open() const {
 
 }  // namespace
 
-int run_job(const JobSpec& spec, const sigset_t& child_mask) {
-  Supervisor s(spec, child_mask);
+int run_job(const JobSpec& spec, const sigset_t& handled, const sigset_t& child_mask) {
+  Supervisor s(spec, handled, child_mask);
   return s.run();
 }
 

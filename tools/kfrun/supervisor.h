@@ -22,9 +22,10 @@ struct JobSpec {
 // Seconds between the polite signal and SIGKILL.
 constexpr int kGraceSeconds = 3;
 
-// Runs the job and returns kfrun's exit code. Expects SIGCHLD, SIGINT,
-// SIGTERM and SIGHUP to be blocked in the calling thread (they are read from
-// a signalfd); `child_mask` is the mask the ranks start with.
-int run_job(const JobSpec& spec, const sigset_t& child_mask);
+// Runs the job and returns kfrun's exit code. `handled` (SIGCHLD and those
+// of SIGINT, SIGTERM, SIGHUP that kfrun forwards) must be blocked in the
+// calling thread: they are read from a signalfd. `child_mask` is the mask the
+// ranks start with.
+int run_job(const JobSpec& spec, const sigset_t& handled, const sigset_t& child_mask);
 
 }  // namespace kfrun
