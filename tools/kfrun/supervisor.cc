@@ -28,9 +28,30 @@ constexpr int kExitLauncherError = 1;
 // (and which are then SIGKILLed) to close the output pipes.
 constexpr auto kDrainTime = std::chrono::seconds(1);
 
+// Own table rather than sigabbrev_np, which needs glibc 2.32 (clusters often
+// run older ones).
 std::string signal_name(int sig) {
-  const char* abbrev = ::sigabbrev_np(sig);
-  return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+  switch (sig) {
+    case SIGHUP: return "SIGHUP";
+    case SIGINT: return "SIGINT";
+    case SIGQUIT: return "SIGQUIT";
+    case SIGILL: return "SIGILL";
+    case SIGTRAP: return "SIGTRAP";
+    case SIGABRT: return "SIGABRT";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGKILL: return "SIGKILL";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGSEGV: return "SIGSEGV";
+    case SIGUSR2: return "SIGUSR2";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGALRM: return "SIGALRM";
+    case SIGTERM: return "SIGTERM";
+    case SIGXCPU: return "SIGXCPU";
+    case SIGXFSZ: return "SIGXFSZ";
+    case SIGSYS: return "SIGSYS";
+    default: return "signal " + std::to_string(sig);
+  }
 }
 
 struct Rank {
@@ -103,6 +124,7 @@ int Supervisor::run() {
         // Nothing may outlive the job: processes a rank left behind in its
         // group would otherwise keep the pipes open (and kfrun waiting).
         signal_all(SIGKILL);
+        killed_ = true;
         drain_until_ = Clock::now() + kDrainTime;
       }
       if (!any_stream_open() || Clock::now() >= *drain_until_) break;
