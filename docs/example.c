@@ -22,8 +22,9 @@ int main(void) {
   }
   /* Every rank now holds {size, 2*size, 3*size, 0+1+...+(size-1)}. */
   int ok = grad[0] == (float)size && grad[3] == (float)(size * (size - 1) / 2);
-  if (rank == 0) printf("rank 0 of %d: %g %g %g %g %s\n", size, grad[0], grad[1], grad[2],
-                        grad[3], ok ? "ok" : "WRONG");
+  if (rank == 0)
+    printf("rank 0 of %d: %g %g %g %g %s\n", size, grad[0], grad[1], grad[2], grad[3],
+           ok ? "ok" : "WRONG");
   kf_comm_destroy(comm);
   return ok ? 0 : 1;
 }

@@ -8,15 +8,17 @@
 #define _POSIX_C_SOURCE 200809L /* unsetenv, environ */
 
 #include <kungfu/kungfu.h>
-
-#include <setjmp.h> /* cmocka.h needs these first */
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* cmocka.h needs these three first, in this order. */
+/* clang-format off */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
 #include <cmocka.h>
+/* clang-format on */
 
 #if defined(KF_ASAN) || defined(__SANITIZE_ADDRESS__)
 #define KF_TEST_UNDER_ASAN 1
@@ -32,7 +34,7 @@ extern char** environ;
 /* Helpers                                                                  */
 /* ------------------------------------------------------------------------ */
 
-static const kf_dtype_t kAllDtypes[] = {KF_INT8,  KF_UINT8,   KF_INT32,    KF_UINT32, KF_INT64,
+static const kf_dtype_t kAllDtypes[] = {KF_INT8,   KF_UINT8,   KF_INT32,    KF_UINT32,  KF_INT64,
                                         KF_UINT64, KF_FLOAT16, KF_BFLOAT16, KF_FLOAT32, KF_FLOAT64};
 static const kf_op_t kAllOps[] = {KF_SUM, KF_PROD, KF_MIN, KF_MAX, KF_AVG};
 #define NUM_DTYPES (sizeof(kAllDtypes) / sizeof(kAllDtypes[0]))
@@ -48,7 +50,7 @@ static const kf_op_t kAllOps[] = {KF_SUM, KF_PROD, KF_MIN, KF_MAX, KF_AVG};
  * communicator whatever environment ctest runs in. */
 static void clear_launcher_env(void) {
   static const char* const kPrefixes[] = {"OMPI_", "PMIX_", "PMI_", "SLURM_"};
-  static const char* const kNames[] = {"KF_RANK",      "KF_SIZE",      "KF_LOCAL_RANK",
+  static const char* const kNames[] = {"KF_RANK",       "KF_SIZE",      "KF_LOCAL_RANK",
                                        "KF_LOCAL_SIZE", "KF_ROOT_ADDR", "KF_JOB_SECRET"};
   size_t i, p;
   int removed = 1;
@@ -123,14 +125,14 @@ static void expect_invalid_(kf_status_t s, kf_comm_t comm, const char* word, con
 #define EXPECT_INVALID(comm, word, call) \
   expect_invalid_((call), (comm), (word), #call, __FILE__, __LINE__)
 
-#define EXPECT_OK(comm, call)                                                                    \
-  do {                                                                                           \
-    kf_status_t s_ = (call);                                                                     \
-    if (s_ != KF_SUCCESS) {                                                                      \
+#define EXPECT_OK(comm, call)                                                                     \
+  do {                                                                                            \
+    kf_status_t s_ = (call);                                                                      \
+    if (s_ != KF_SUCCESS) {                                                                       \
       print_error("%s:%d: %s returned %s: %s\n", __FILE__, __LINE__, #call, kf_status_string(s_), \
-                  kf_comm_last_error(comm));                                                     \
-      fail();                                                                                    \
-    }                                                                                            \
+                  kf_comm_last_error(comm));                                                      \
+      fail();                                                                                     \
+    }                                                                                             \
   } while (0)
 
 /* Fills `n` bytes with a pattern that is a valid value of every dtype: small integers, or
@@ -140,18 +142,30 @@ static void fill(void* buf, kf_dtype_t dtype, size_t n, int seed) {
   for (i = 0; i < n; ++i) {
     int v = (int)((i * 7 + (size_t)seed * 13) % 23) - 11; /* -11 .. 11 */
     switch (dtype) {
-      case KF_INT8: ((int8_t*)buf)[i] = (int8_t)v; break;
-      case KF_UINT8: ((uint8_t*)buf)[i] = (uint8_t)(v + 11); break;
-      case KF_INT32: ((int32_t*)buf)[i] = (int32_t)v * 100003; break;
-      case KF_UINT32: ((uint32_t*)buf)[i] = (uint32_t)(v + 11) * 100003u; break;
-      case KF_INT64: ((int64_t*)buf)[i] = (int64_t)v * 10000000019LL; break;
-      case KF_UINT64: ((uint64_t*)buf)[i] = (uint64_t)(v + 11) * 10000000019ULL; break;
+      case KF_INT8:
+        ((int8_t*)buf)[i] = (int8_t)v;
+        break;
+      case KF_UINT8:
+        ((uint8_t*)buf)[i] = (uint8_t)(v + 11);
+        break;
+      case KF_INT32:
+        ((int32_t*)buf)[i] = (int32_t)v * 100003;
+        break;
+      case KF_UINT32:
+        ((uint32_t*)buf)[i] = (uint32_t)(v + 11) * 100003u;
+        break;
+      case KF_INT64:
+        ((int64_t*)buf)[i] = (int64_t)v * 10000000019LL;
+        break;
+      case KF_UINT64:
+        ((uint64_t*)buf)[i] = (uint64_t)(v + 11) * 10000000019ULL;
+        break;
       case KF_FLOAT16: {
         /* Integers -11..11 in binary16: exact. */
-        static const uint16_t kHalf[23] = {
-            0xC980, 0xC900, 0xC880, 0xC800, 0xC700, 0xC600, 0xC500, 0xC400, 0xC200, 0xC000,
-            0xBC00, 0x0000, 0x3C00, 0x4000, 0x4200, 0x4400, 0x4500, 0x4600, 0x4700, 0x4800,
-            0x4880, 0x4900, 0x4980};
+        static const uint16_t kHalf[23] = {0xC980, 0xC900, 0xC880, 0xC800, 0xC700, 0xC600,
+                                           0xC500, 0xC400, 0xC200, 0xC000, 0xBC00, 0x0000,
+                                           0x3C00, 0x4000, 0x4200, 0x4400, 0x4500, 0x4600,
+                                           0x4700, 0x4800, 0x4880, 0x4900, 0x4980};
         ((uint16_t*)buf)[i] = kHalf[v + 11];
         break;
       }
@@ -163,9 +177,14 @@ static void fill(void* buf, kf_dtype_t dtype, size_t n, int seed) {
         ((uint16_t*)buf)[i] = (uint16_t)(bits >> 16);
         break;
       }
-      case KF_FLOAT32: ((float*)buf)[i] = (float)v * 0.25f; break;
-      case KF_FLOAT64: ((double*)buf)[i] = (double)v * 0.125; break;
-      default: fail_msg("fill: bad dtype %d", (int)dtype);
+      case KF_FLOAT32:
+        ((float*)buf)[i] = (float)v * 0.25f;
+        break;
+      case KF_FLOAT64:
+        ((double*)buf)[i] = (double)v * 0.125;
+        break;
+      default:
+        fail_msg("fill: bad dtype %d", (int)dtype);
     }
   }
 }
@@ -564,7 +583,7 @@ static void test_all_reduce_one_rank(void** state) {
     const kf_dtype_t t = kAllDtypes[d];
     const size_t es = kf_dtype_size(t);
     for (o = 0; o < NUM_OPS; ++o) {
-      unsigned char in[MAXN * 8], keep[MAXN * 8], out[MAXN * 8];
+      unsigned char in[(MAXN + 1) * 8], keep[(MAXN + 1) * 8], out[(MAXN + 1) * 8];
       fill(in, t, MAXN, (int)(d * NUM_OPS + o));
       memcpy(keep, in, sizeof(in));
       memset(out, 0xAB, sizeof(out));
@@ -601,7 +620,7 @@ static void test_reduce_one_rank(void** state) {
     const kf_dtype_t t = kAllDtypes[d];
     const size_t es = kf_dtype_size(t);
     for (o = 0; o < NUM_OPS; ++o) {
-      unsigned char in[MAXN * 8], keep[MAXN * 8], out[MAXN * 8];
+      unsigned char in[(MAXN + 1) * 8], keep[(MAXN + 1) * 8], out[(MAXN + 1) * 8];
       fill(in, t, MAXN, (int)(d + o));
       memcpy(keep, in, sizeof(in));
       memset(out, 0, sizeof(out));
@@ -619,7 +638,7 @@ static void test_broadcast_one_rank(void** state) {
   for (d = 0; d < NUM_DTYPES; ++d) {
     const kf_dtype_t t = kAllDtypes[d];
     const size_t es = kf_dtype_size(t);
-    unsigned char in[MAXN * 8], keep[MAXN * 8], out[MAXN * 8];
+    unsigned char in[(MAXN + 1) * 8], keep[(MAXN + 1) * 8], out[(MAXN + 1) * 8];
     fill(in, t, MAXN, (int)d);
     memcpy(keep, in, sizeof(in));
     memset(out, 0, sizeof(out));
@@ -741,10 +760,8 @@ int main(int argc, char** argv) {
       cmocka_unit_test_setup_teardown(test_usable_after_errors, setup_comm, teardown_comm),
   };
   const struct CMUnitTest lifecycle[] = {
-      cmocka_unit_test(test_destroy_null),
-      cmocka_unit_test(test_init_from_env_one_rank),
-      cmocka_unit_test(test_several_comms),
-      cmocka_unit_test(test_unique_id_one_rank),
+      cmocka_unit_test(test_destroy_null),   cmocka_unit_test(test_init_from_env_one_rank),
+      cmocka_unit_test(test_several_comms),  cmocka_unit_test(test_unique_id_one_rank),
       cmocka_unit_test(test_double_destroy),
   };
   const struct CMUnitTest collectives[] = {

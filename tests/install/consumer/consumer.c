@@ -4,15 +4,13 @@
  * Exit status 0 on success.
  */
 #include <kungfu/kungfu.h>
-
 #include <stdio.h>
 
 #define N 5
 
 static int check(kf_status_t s, const char* what, kf_comm_t comm) {
   if (s != KF_SUCCESS) {
-    fprintf(stderr, "consumer: %s: %s (%s)\n", what, kf_status_string(s),
-            kf_comm_last_error(comm));
+    fprintf(stderr, "consumer: %s: %s (%s)\n", what, kf_status_string(s), kf_comm_last_error(comm));
     return 1;
   }
   return 0;
