@@ -25,12 +25,14 @@ kf_status_t run(const kfp::RunParams& p, const void* send, void* recv) {
   return kf_all_reduce(p.comm, send, recv, p.counts.param, p.dtype, p.op);
 }
 
-double bus_factor(int nranks) { return nranks > 1 ? 2.0 * (nranks - 1) / nranks : 0.0; }
+double bus_factor(int nranks) {
+  return nranks > 1 ? 2.0 * (nranks - 1) / nranks : 0.0;
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const kfp::CollDesc coll{"all_reduce", true, false, get_counts, init_input, fill_expected, run,
-                           bus_factor};
+  const kfp::CollDesc coll{"all_reduce", true,          false, get_counts,
+                           init_input,   fill_expected, run,   bus_factor};
   return kfp::run_perf(coll, argc, argv);
 }

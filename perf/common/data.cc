@@ -36,10 +36,18 @@ void store(void* buf, uint64_t i, T v) {
 // Stores an integer-valued double (or an average) as dtype t.
 void store_float(void* buf, uint64_t i, kf_dtype_t t, double v) {
   switch (t) {
-    case KF_FLOAT16: store<uint16_t>(buf, i, float_to_half(static_cast<float>(v))); break;
-    case KF_BFLOAT16: store<uint16_t>(buf, i, float_to_bf16(static_cast<float>(v))); break;
-    case KF_FLOAT32: store<float>(buf, i, static_cast<float>(v)); break;
-    default: store<double>(buf, i, v); break;
+    case KF_FLOAT16:
+      store<uint16_t>(buf, i, float_to_half(static_cast<float>(v)));
+      break;
+    case KF_BFLOAT16:
+      store<uint16_t>(buf, i, float_to_bf16(static_cast<float>(v)));
+      break;
+    case KF_FLOAT32:
+      store<float>(buf, i, static_cast<float>(v));
+      break;
+    default:
+      store<double>(buf, i, v);
+      break;
   }
 }
 
@@ -52,8 +60,8 @@ void fill_int(void* buf, uint64_t count, kf_dtype_t t, Kind kind, kf_op_t op, in
 }
 
 template <typename T>
-void expected_int(void* out, uint64_t count, kf_dtype_t t, kf_op_t op, int nranks,
-                  uint64_t first, uint32_t salt) {
+void expected_int(void* out, uint64_t count, kf_dtype_t t, kf_op_t op, int nranks, uint64_t first,
+                  uint32_t salt) {
   // Unsigned arithmetic gives the two's complement wraparound the API specifies
   // without signed-overflow undefined behaviour.
   using U = std::make_unsigned_t<T>;
@@ -64,11 +72,20 @@ void expected_int(void* out, uint64_t count, kf_dtype_t t, kf_op_t op, int nrank
       U v = static_cast<U>(static_cast<T>(input_value(Kind::kReduce, t, op, r, first + i, salt)));
       switch (op) {
         case KF_SUM:
-        case KF_AVG: acc = static_cast<U>(acc + v); break;
-        case KF_PROD: acc = static_cast<U>(static_cast<uint64_t>(acc) * static_cast<uint64_t>(v)); break;
-        case KF_MIN: if (static_cast<T>(v) < static_cast<T>(acc)) acc = v; break;
-        case KF_MAX: if (static_cast<T>(v) > static_cast<T>(acc)) acc = v; break;
-        default: break;
+        case KF_AVG:
+          acc = static_cast<U>(acc + v);
+          break;
+        case KF_PROD:
+          acc = static_cast<U>(static_cast<uint64_t>(acc) * static_cast<uint64_t>(v));
+          break;
+        case KF_MIN:
+          if (static_cast<T>(v) < static_cast<T>(acc)) acc = v;
+          break;
+        case KF_MAX:
+          if (static_cast<T>(v) > static_cast<T>(acc)) acc = v;
+          break;
+        default:
+          break;
       }
     }
     T res = static_cast<T>(acc);
@@ -102,17 +119,19 @@ const char* dtype_name(kf_dtype_t t) {
   return (t >= 0 && t < KF_DTYPE_COUNT) ? kDtypeNames[t] : "?";
 }
 
-const char* op_name(kf_op_t op) { return (op >= 0 && op < KF_OP_COUNT) ? kOpNames[op] : "?"; }
+const char* op_name(kf_op_t op) {
+  return (op >= 0 && op < KF_OP_COUNT) ? kOpNames[op] : "?";
+}
 
 bool parse_dtype(const char* s, kf_dtype_t* out) {
   static const struct {
     const char* name;
     kf_dtype_t t;
-  } table[] = {{"int8", KF_INT8},       {"uint8", KF_UINT8},         {"int32", KF_INT32},
-               {"int", KF_INT32},       {"uint32", KF_UINT32},       {"int64", KF_INT64},
-               {"uint64", KF_UINT64},   {"half", KF_FLOAT16},        {"float16", KF_FLOAT16},
-               {"bfloat16", KF_BFLOAT16}, {"bf16", KF_BFLOAT16},     {"float", KF_FLOAT32},
-               {"float32", KF_FLOAT32}, {"double", KF_FLOAT64},      {"float64", KF_FLOAT64}};
+  } table[] = {{"int8", KF_INT8},         {"uint8", KF_UINT8},    {"int32", KF_INT32},
+               {"int", KF_INT32},         {"uint32", KF_UINT32},  {"int64", KF_INT64},
+               {"uint64", KF_UINT64},     {"half", KF_FLOAT16},   {"float16", KF_FLOAT16},
+               {"bfloat16", KF_BFLOAT16}, {"bf16", KF_BFLOAT16},  {"float", KF_FLOAT32},
+               {"float32", KF_FLOAT32},   {"double", KF_FLOAT64}, {"float64", KF_FLOAT64}};
   for (const auto& e : table) {
     if (std::strcmp(s, e.name) == 0) {
       *out = e.t;
@@ -132,7 +151,9 @@ bool parse_op(const char* s, kf_op_t* out) {
   return false;
 }
 
-bool dtype_is_float(kf_dtype_t t) { return t >= KF_FLOAT16; }
+bool dtype_is_float(kf_dtype_t t) {
+  return t >= KF_FLOAT16;
+}
 
 bool dtype_is_signed(kf_dtype_t t) {
   return t == KF_INT8 || t == KF_INT32 || t == KF_INT64 || dtype_is_float(t);
@@ -143,7 +164,8 @@ uint16_t float_to_half(float f) {
   std::memcpy(&x, &f, 4);
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t ax = x & 0x7fffffffu;
-  if (ax >= 0x7f800000u) return static_cast<uint16_t>(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0u));
+  if (ax >= 0x7f800000u)
+    return static_cast<uint16_t>(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0u));
   if (ax >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to infinity
   if (ax < 0x38800000u) {  // half subnormal (or zero): units of 2^-24
     float a;
@@ -191,10 +213,12 @@ float bf16_to_float(uint16_t b) {
 }
 
 int64_t input_value(Kind kind, kf_dtype_t t, kf_op_t op, int rank, uint64_t index, uint32_t salt) {
-  const uint64_t h = mix(index ^ (static_cast<uint64_t>(rank) << 40) ^ (static_cast<uint64_t>(salt) << 52) ^
-                         (static_cast<uint64_t>(salt) * 0x2545F4914F6CDD1Dull));
+  const uint64_t h =
+      mix(index ^ (static_cast<uint64_t>(rank) << 40) ^ (static_cast<uint64_t>(salt) << 52) ^
+          (static_cast<uint64_t>(salt) * 0x2545F4914F6CDD1Dull));
   const bool sgn = dtype_is_signed(t);
-  if (kind == Kind::kMove) return sgn ? static_cast<int64_t>(h % 201) - 100 : static_cast<int64_t>(h % 251);
+  if (kind == Kind::kMove)
+    return sgn ? static_cast<int64_t>(h % 201) - 100 : static_cast<int64_t>(h % 251);
   if (op == KF_PROD) {
     static const int64_t kSigned[4] = {1, 2, 1, -1};
     static const int64_t kUnsigned[4] = {1, 2, 1, 1};
@@ -206,13 +230,26 @@ int64_t input_value(Kind kind, kf_dtype_t t, kf_op_t op, int rank, uint64_t inde
 void fill_input(void* buf, uint64_t count, kf_dtype_t t, Kind kind, kf_op_t op, int rank,
                 uint64_t first, uint32_t salt) {
   switch (t) {
-    case KF_INT8: fill_int<int8_t>(buf, count, t, kind, op, rank, first, salt); return;
-    case KF_UINT8: fill_int<uint8_t>(buf, count, t, kind, op, rank, first, salt); return;
-    case KF_INT32: fill_int<int32_t>(buf, count, t, kind, op, rank, first, salt); return;
-    case KF_UINT32: fill_int<uint32_t>(buf, count, t, kind, op, rank, first, salt); return;
-    case KF_INT64: fill_int<int64_t>(buf, count, t, kind, op, rank, first, salt); return;
-    case KF_UINT64: fill_int<uint64_t>(buf, count, t, kind, op, rank, first, salt); return;
-    default: break;
+    case KF_INT8:
+      fill_int<int8_t>(buf, count, t, kind, op, rank, first, salt);
+      return;
+    case KF_UINT8:
+      fill_int<uint8_t>(buf, count, t, kind, op, rank, first, salt);
+      return;
+    case KF_INT32:
+      fill_int<int32_t>(buf, count, t, kind, op, rank, first, salt);
+      return;
+    case KF_UINT32:
+      fill_int<uint32_t>(buf, count, t, kind, op, rank, first, salt);
+      return;
+    case KF_INT64:
+      fill_int<int64_t>(buf, count, t, kind, op, rank, first, salt);
+      return;
+    case KF_UINT64:
+      fill_int<uint64_t>(buf, count, t, kind, op, rank, first, salt);
+      return;
+    default:
+      break;
   }
   for (uint64_t i = 0; i < count; ++i)
     store_float(buf, i, t, static_cast<double>(input_value(kind, t, op, rank, first + i, salt)));
@@ -221,13 +258,26 @@ void fill_input(void* buf, uint64_t count, kf_dtype_t t, Kind kind, kf_op_t op, 
 void fill_expected_reduce(void* out, uint64_t count, kf_dtype_t t, kf_op_t op, int nranks,
                           uint64_t first, uint32_t salt) {
   switch (t) {
-    case KF_INT8: expected_int<int8_t>(out, count, t, op, nranks, first, salt); return;
-    case KF_UINT8: expected_int<uint8_t>(out, count, t, op, nranks, first, salt); return;
-    case KF_INT32: expected_int<int32_t>(out, count, t, op, nranks, first, salt); return;
-    case KF_UINT32: expected_int<uint32_t>(out, count, t, op, nranks, first, salt); return;
-    case KF_INT64: expected_int<int64_t>(out, count, t, op, nranks, first, salt); return;
-    case KF_UINT64: expected_int<uint64_t>(out, count, t, op, nranks, first, salt); return;
-    default: break;
+    case KF_INT8:
+      expected_int<int8_t>(out, count, t, op, nranks, first, salt);
+      return;
+    case KF_UINT8:
+      expected_int<uint8_t>(out, count, t, op, nranks, first, salt);
+      return;
+    case KF_INT32:
+      expected_int<int32_t>(out, count, t, op, nranks, first, salt);
+      return;
+    case KF_UINT32:
+      expected_int<uint32_t>(out, count, t, op, nranks, first, salt);
+      return;
+    case KF_INT64:
+      expected_int<int64_t>(out, count, t, op, nranks, first, salt);
+      return;
+    case KF_UINT64:
+      expected_int<uint64_t>(out, count, t, op, nranks, first, salt);
+      return;
+    default:
+      break;
   }
   // Inputs are small integers, so sums, products (|p| <= 2^nranks), min and max
   // are exact in double and in every float type up to 8 ranks.
@@ -237,11 +287,20 @@ void fill_expected_reduce(void* out, uint64_t count, kf_dtype_t t, kf_op_t op, i
       const double v = static_cast<double>(input_value(Kind::kReduce, t, op, r, first + i, salt));
       switch (op) {
         case KF_SUM:
-        case KF_AVG: acc += v; break;
-        case KF_PROD: acc *= v; break;
-        case KF_MIN: acc = v < acc ? v : acc; break;
-        case KF_MAX: acc = v > acc ? v : acc; break;
-        default: break;
+        case KF_AVG:
+          acc += v;
+          break;
+        case KF_PROD:
+          acc *= v;
+          break;
+        case KF_MIN:
+          acc = v < acc ? v : acc;
+          break;
+        case KF_MAX:
+          acc = v > acc ? v : acc;
+          break;
+        default:
+          break;
       }
     }
     if (op == KF_AVG) acc /= nranks;
@@ -252,26 +311,41 @@ void fill_expected_reduce(void* out, uint64_t count, kf_dtype_t t, kf_op_t op, i
 double avg_tolerance(kf_dtype_t t) {
   switch (t) {
     case KF_FLOAT16:
-    case KF_BFLOAT16: return 1e-2;
-    case KF_FLOAT32: return 1e-6;
-    case KF_FLOAT64: return 1e-12;
-    default: return 0.0;
+    case KF_BFLOAT16:
+      return 1e-2;
+    case KF_FLOAT32:
+      return 1e-6;
+    case KF_FLOAT64:
+      return 1e-12;
+    default:
+      return 0.0;
   }
 }
 
 double element_as_double(const void* buf, uint64_t i, kf_dtype_t t) {
   switch (t) {
-    case KF_INT8: return load<int8_t>(buf, i);
-    case KF_UINT8: return load<uint8_t>(buf, i);
-    case KF_INT32: return load<int32_t>(buf, i);
-    case KF_UINT32: return load<uint32_t>(buf, i);
-    case KF_INT64: return static_cast<double>(load<int64_t>(buf, i));
-    case KF_UINT64: return static_cast<double>(load<uint64_t>(buf, i));
-    case KF_FLOAT16: return half_to_float(load<uint16_t>(buf, i));
-    case KF_BFLOAT16: return bf16_to_float(load<uint16_t>(buf, i));
-    case KF_FLOAT32: return load<float>(buf, i);
-    case KF_FLOAT64: return load<double>(buf, i);
-    default: return 0.0;
+    case KF_INT8:
+      return load<int8_t>(buf, i);
+    case KF_UINT8:
+      return load<uint8_t>(buf, i);
+    case KF_INT32:
+      return load<int32_t>(buf, i);
+    case KF_UINT32:
+      return load<uint32_t>(buf, i);
+    case KF_INT64:
+      return static_cast<double>(load<int64_t>(buf, i));
+    case KF_UINT64:
+      return static_cast<double>(load<uint64_t>(buf, i));
+    case KF_FLOAT16:
+      return half_to_float(load<uint16_t>(buf, i));
+    case KF_BFLOAT16:
+      return bf16_to_float(load<uint16_t>(buf, i));
+    case KF_FLOAT32:
+      return load<float>(buf, i);
+    case KF_FLOAT64:
+      return load<double>(buf, i);
+    default:
+      return 0.0;
   }
 }
 
@@ -280,9 +354,12 @@ uint64_t count_wrong(const void* got, const void* expected, uint64_t count, kf_d
   if (first_bad) *first_bad = UINT64_MAX;
   if (!dtype_is_float(t)) {
     switch (element_size(t)) {
-      case 1: return wrong_exact<uint8_t>(got, expected, count, first_bad);
-      case 4: return wrong_exact<uint32_t>(got, expected, count, first_bad);
-      default: return wrong_exact<uint64_t>(got, expected, count, first_bad);
+      case 1:
+        return wrong_exact<uint8_t>(got, expected, count, first_bad);
+      case 4:
+        return wrong_exact<uint32_t>(got, expected, count, first_bad);
+      default:
+        return wrong_exact<uint64_t>(got, expected, count, first_bad);
     }
   }
   // Floats compare by value (so +0 == -0); only KF_AVG is inexact.

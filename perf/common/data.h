@@ -30,9 +30,9 @@ bool dtype_is_signed(kf_dtype_t t);
 
 // ---- 16-bit floats -------------------------------------------------------
 
-uint16_t float_to_half(float f);     // round to nearest even
+uint16_t float_to_half(float f);  // round to nearest even
 float half_to_float(uint16_t h);
-uint16_t float_to_bf16(float f);     // round to nearest even
+uint16_t float_to_bf16(float f);  // round to nearest even
 float bf16_to_float(uint16_t b);
 
 // ---- values --------------------------------------------------------------

@@ -60,11 +60,25 @@ bool parse_size(const char* s, size_t* out) {
   if (errno != 0 || end == s) return false;
   unsigned long long mul = 1;
   switch (*end) {
-    case '\0': break;
-    case 'k': case 'K': mul = 1ull << 10; ++end; break;
-    case 'm': case 'M': mul = 1ull << 20; ++end; break;
-    case 'g': case 'G': mul = 1ull << 30; ++end; break;
-    default: return false;
+    case '\0':
+      break;
+    case 'k':
+    case 'K':
+      mul = 1ull << 10;
+      ++end;
+      break;
+    case 'm':
+    case 'M':
+      mul = 1ull << 20;
+      ++end;
+      break;
+    case 'g':
+    case 'G':
+      mul = 1ull << 30;
+      ++end;
+      break;
+    default:
+      return false;
   }
   if (*end == 'B' || *end == 'b') ++end;
   if (*end != '\0') return false;
@@ -105,19 +119,33 @@ int parse_args(int argc, char** argv, Options* o) {
   while ((c = getopt(argc, argv, "b:e:f:i:n:w:c:d:o:r:h")) != -1) {
     bool ok = true;
     switch (c) {
-      case 'b': ok = parse_size(optarg, &o->min_bytes); break;
-      case 'e': ok = parse_size(optarg, &o->max_bytes); break;
-      case 'i': ok = parse_size(optarg, &o->step_bytes); break;
+      case 'b':
+        ok = parse_size(optarg, &o->min_bytes);
+        break;
+      case 'e':
+        ok = parse_size(optarg, &o->max_bytes);
+        break;
+      case 'i':
+        ok = parse_size(optarg, &o->step_bytes);
+        break;
       case 'f': {
         char* end = nullptr;
         o->step_factor = std::strtod(optarg, &end);
         ok = end != optarg && *end == '\0' && o->step_factor >= 1.0;
         break;
       }
-      case 'n': ok = parse_int(optarg, 1, &o->iters); break;
-      case 'w': ok = parse_int(optarg, 0, &o->warmup); break;
-      case 'c': ok = parse_int(optarg, 0, &o->check); break;
-      case 'r': ok = parse_int(optarg, 0, &o->root); break;
+      case 'n':
+        ok = parse_int(optarg, 1, &o->iters);
+        break;
+      case 'w':
+        ok = parse_int(optarg, 0, &o->warmup);
+        break;
+      case 'c':
+        ok = parse_int(optarg, 0, &o->check);
+        break;
+      case 'r':
+        ok = parse_int(optarg, 0, &o->root);
+        break;
       case 'd':
         o->dtypes.clear();
         if (std::strcmp(optarg, "all") == 0) {
@@ -138,8 +166,12 @@ int parse_args(int argc, char** argv, Options* o) {
           if (ok) o->ops.push_back(op);
         }
         break;
-      case 'h': usage(argv[0]); return 2;
-      default: usage(argv[0]); return 1;
+      case 'h':
+        usage(argv[0]);
+        return 2;
+      default:
+        usage(argv[0]);
+        return 1;
     }
     if (!ok) {
       std::fprintf(stderr, "%s: bad value for -%c: '%s'\n", argv[0], c, optarg);
@@ -161,7 +193,9 @@ int parse_args(int argc, char** argv, Options* o) {
   return 0;
 }
 
-const char* time_format(double us) { return us >= 1e4 ? "%7.0f" : us >= 100 ? "%7.1f" : "%7.2f"; }
+const char* time_format(double us) {
+  return us >= 1e4 ? "%7.0f" : us >= 100 ? "%7.1f" : "%7.2f";
+}
 
 // Runs one collective for every sweep size and prints rows; accumulates the
 // busbw sum and the number of wrong elements. Returns false on a library error.
@@ -259,13 +293,14 @@ bool Sweep::run(kf_dtype_t dtype, kf_op_t op) {
     return false;
   }
   for (size_t bytes = o_.min_bytes; bytes <= o_.max_bytes;) {
-    RunParams p{comm_, rank_, nranks_, dtype, op, o_.root, coll_.get_counts(bytes, esize, nranks_), 0};
+    RunParams p{comm_, rank_, nranks_, dtype, op, o_.root, coll_.get_counts(bytes, esize, nranks_),
+                0};
     const size_t size = (p.counts.send > p.counts.recv ? p.counts.send : p.counts.recv) * esize;
     char line[256];
-    int len = std::snprintf(line, sizeof line, "%12zu  %12" PRIu64 "  %8s  %6s  %6d", size,
-                            p.counts.param, kft::dtype_name(dtype),
-                            coll_.uses_op ? kft::op_name(op) : "none",
-                            coll_.uses_root ? o_.root : -1);
+    int len =
+        std::snprintf(line, sizeof line, "%12zu  %12" PRIu64 "  %8s  %6s  %6d", size,
+                      p.counts.param, kft::dtype_name(dtype),
+                      coll_.uses_op ? kft::op_name(op) : "none", coll_.uses_root ? o_.root : -1);
     for (int inplace = 0; inplace < 2; ++inplace) {
       double time_us = 0;
       uint64_t wrong = 0;
@@ -319,7 +354,8 @@ int run_perf(const CollDesc& coll, int argc, char** argv) {
   kf_comm_rank(comm, &rank);
   kf_comm_size(comm, &nranks);
   if (coll.uses_root && o.root >= nranks) {
-    if (rank == 0) std::fprintf(stderr, "%s_perf: root %d >= nranks %d\n", coll.name, o.root, nranks);
+    if (rank == 0)
+      std::fprintf(stderr, "%s_perf: root %d >= nranks %d\n", coll.name, o.root, nranks);
     kf_comm_destroy(comm);
     return 2;
   }
@@ -339,19 +375,22 @@ int run_perf(const CollDesc& coll, int argc, char** argv) {
     const int v = kf_get_version();
     std::printf("# %s_perf (libkungfu %d.%d.%d): nranks %d, device none (CPU, host memory)\n",
                 coll.name, v / 10000, v / 100 % 100, v % 100, nranks);
-    std::printf("#  minBytes %zu maxBytes %zu step: %g(%s) warmup iters: %d iters: %d validation: %d\n",
-                o.min_bytes, o.max_bytes,
-                o.step_factor > 1.0 ? o.step_factor : static_cast<double>(o.step_bytes),
-                o.step_factor > 1.0 ? "factor" : "bytes", o.warmup, o.iters, o.check);
-    std::printf("#  time: mean over iterations on each rank, max over ranks; GB = 1e9 bytes;"
-                " busbw = algbw * %g\n#\n# Using devices\n",
-                coll.bus_factor(nranks));
+    std::printf(
+        "#  minBytes %zu maxBytes %zu step: %g(%s) warmup iters: %d iters: %d validation: %d\n",
+        o.min_bytes, o.max_bytes,
+        o.step_factor > 1.0 ? o.step_factor : static_cast<double>(o.step_bytes),
+        o.step_factor > 1.0 ? "factor" : "bytes", o.warmup, o.iters, o.check);
+    std::printf(
+        "#  time: mean over iterations on each rank, max over ranks; GB = 1e9 bytes;"
+        " busbw = algbw * %g\n#\n# Using devices\n",
+        coll.bus_factor(nranks));
     for (int r = 0; r < nranks; ++r)
       std::printf("#  Rank %2d Pid %6d on %10.59s device none\n", r,
-                  static_cast<int>(all[static_cast<size_t>(r)].pid), all[static_cast<size_t>(r)].host);
+                  static_cast<int>(all[static_cast<size_t>(r)].pid),
+                  all[static_cast<size_t>(r)].host);
     std::printf("#\n");
-    std::printf("# %10s  %12s  %8s  %6s  %6s  %33s  %33s\n", "", "", "", "", "", "out-of-place   ",
-                "in-place    ");
+    std::printf("# %10s  %12s  %8s  %6s  %6s  %-33s  %-33s\n", "", "", "", "", "",
+                "           out-of-place", "             in-place");
     std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n", "size",
                 "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time",
                 "algbw", "busbw", "#wrong");

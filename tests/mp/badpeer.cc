@@ -63,7 +63,8 @@ std::set<Endpoint> my_listening_endpoints() {
       std::istringstream ss(line);
       std::string sl, local, remote, state, txrx, tr, retr;
       unsigned long uid, timeout, inode;
-      if (!(ss >> sl >> local >> remote >> state >> txrx >> tr >> retr >> uid >> timeout >> inode)) continue;
+      if (!(ss >> sl >> local >> remote >> state >> txrx >> tr >> retr >> uid >> timeout >> inode))
+        continue;
       if (state != "0A" || !mine.count(inode)) continue;  // 0A = LISTEN
       const size_t colon = local.find(':');
       const std::string addr = local.substr(0, colon);
@@ -213,7 +214,8 @@ int main() {
 
   kf_status_t st = kf_barrier(comm);
   if (st != KF_SUCCESS) {
-    std::printf("FAIL rank %d: barrier: %s: %s\n", rank, kf_status_string(st), kf_comm_last_error(comm));
+    std::printf("FAIL rank %d: barrier: %s: %s\n", rank, kf_status_string(st),
+                kf_comm_last_error(comm));
     return 1;
   }
   pthread_t thread;
@@ -225,25 +227,30 @@ int main() {
     for (size_t count : counts) {
       std::vector<int32_t> send(count), recv(count, -1), exp(count);
       for (size_t i = 0; i < count; ++i) {
-        send[i] = static_cast<int32_t>(i * 3 + static_cast<size_t>(rank) * 1000 + static_cast<size_t>(iter));
+        send[i] = static_cast<int32_t>(i * 3 + static_cast<size_t>(rank) * 1000 +
+                                       static_cast<size_t>(iter));
         exp[i] = 0;
         for (int r = 0; r < n; ++r)
-          exp[i] += static_cast<int32_t>(i * 3 + static_cast<size_t>(r) * 1000 + static_cast<size_t>(iter));
+          exp[i] += static_cast<int32_t>(i * 3 + static_cast<size_t>(r) * 1000 +
+                                         static_cast<size_t>(iter));
       }
       st = kf_all_reduce(comm, send.data(), recv.data(), count, KF_INT32, KF_SUM);
       if (st != KF_SUCCESS) break;
       failed += check_i32("all_reduce", iter, recv, exp, rank);
 
       std::vector<int32_t> b(count), bexp(count);
-      for (size_t i = 0; i < count; ++i) bexp[i] = static_cast<int32_t>(i ^ static_cast<size_t>(iter));
+      for (size_t i = 0; i < count; ++i)
+        bexp[i] = static_cast<int32_t>(i ^ static_cast<size_t>(iter));
       if (rank == iter % n) b = bexp;
       st = kf_broadcast(comm, b.data(), b.data(), count, KF_INT32, iter % n);
       if (st != KF_SUCCESS) break;
       failed += check_i32("broadcast", iter, b, bexp, rank);
 
       std::vector<int32_t> g(count * static_cast<size_t>(n), -1), gexp(g.size());
-      for (size_t i = 0; i < g.size(); ++i) gexp[i] = static_cast<int32_t>(i + static_cast<size_t>(iter));
-      st = kf_all_gather(comm, gexp.data() + static_cast<size_t>(rank) * count, g.data(), count, KF_INT32);
+      for (size_t i = 0; i < g.size(); ++i)
+        gexp[i] = static_cast<int32_t>(i + static_cast<size_t>(iter));
+      st = kf_all_gather(comm, gexp.data() + static_cast<size_t>(rank) * count, g.data(), count,
+                         KF_INT32);
       if (st != KF_SUCCESS) break;
       failed += check_i32("all_gather", iter, g, gexp, rank);
     }
@@ -270,7 +277,8 @@ int main() {
     int32_t one = 1, total = 0;
     st = kf_all_reduce(comm, &one, &total, 1, KF_INT32, KF_SUM);
     if (st != KF_SUCCESS || total != n) {
-      std::printf("FAIL rank %d: final all_reduce: %s, total %d\n", rank, kf_status_string(st), total);
+      std::printf("FAIL rank %d: final all_reduce: %s, total %d\n", rank, kf_status_string(st),
+                  total);
       ++failed;
     }
   }

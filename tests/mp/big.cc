@@ -20,7 +20,8 @@ uint64_t big_value(int rank, uint64_t i) {
 int run_float(kf_comm_t comm, int rank, int n, bool inplace) {
   const uint64_t count = kBytes / sizeof(float);
   std::vector<float> send(count), recv(count, -1.0f);
-  for (uint64_t i = 0; i < count; ++i) send[i] = static_cast<float>((i * 7 + static_cast<uint64_t>(rank) * 13) % 101);
+  for (uint64_t i = 0; i < count; ++i)
+    send[i] = static_cast<float>((i * 7 + static_cast<uint64_t>(rank) * 13) % 101);
   float* out = inplace ? send.data() : recv.data();
   const kf_status_t st = kf_all_reduce(comm, send.data(), out, count, KF_FLOAT32, KF_SUM);
   if (st != KF_SUCCESS) {
@@ -31,12 +32,14 @@ int run_float(kf_comm_t comm, int rank, int n, bool inplace) {
   uint64_t wrong = 0, first = 0;
   for (uint64_t i = 0; i < count; ++i) {
     float e = 0;
-    for (int r = 0; r < n; ++r) e += static_cast<float>((i * 7 + static_cast<uint64_t>(r) * 13) % 101);
+    for (int r = 0; r < n; ++r)
+      e += static_cast<float>((i * 7 + static_cast<uint64_t>(r) * 13) % 101);
     if (out[i] != e && wrong++ == 0) first = i;
   }
   if (wrong) {
     float e = 0;
-    for (int r = 0; r < n; ++r) e += static_cast<float>((first * 7 + static_cast<uint64_t>(r) * 13) % 101);
+    for (int r = 0; r < n; ++r)
+      e += static_cast<float>((first * 7 + static_cast<uint64_t>(r) * 13) % 101);
     std::printf("FAIL float32 %s: %" PRIu64 " wrong, first at [%" PRIu64 "]: expected %g got %g\n",
                 inplace ? "in-place" : "out-of-place", wrong, first, e, out[first]);
     return 1;
@@ -66,8 +69,9 @@ int run_int64(kf_comm_t comm, int rank, int n, bool inplace) {
     uint64_t e = 0;
     for (int r = 0; r < n; ++r) e += big_value(r, first);
     std::printf("FAIL int64 %s: %" PRIu64 " wrong, first at [%" PRIu64 "]: expected %" PRId64
-                " got %" PRId64 "\n", inplace ? "in-place" : "out-of-place", wrong, first,
-                static_cast<int64_t>(e), out[first]);
+                " got %" PRId64 "\n",
+                inplace ? "in-place" : "out-of-place", wrong, first, static_cast<int64_t>(e),
+                out[first]);
     return 1;
   }
   std::printf("PASS int64 64 MiB sum %s\n", inplace ? "in-place" : "out-of-place");

@@ -24,14 +24,27 @@ using kfmp::Buf;
 using kft::Kind;
 
 enum Coll {
-  kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter,
-  kAllToAll, kGather, kScatter, kBarrier, kSendRecv, kCollCount
+  kAllReduce,
+  kBroadcast,
+  kReduce,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll,
+  kGather,
+  kScatter,
+  kBarrier,
+  kSendRecv,
+  kCollCount
 };
-const char* const kCollNames[kCollCount] = {"all_reduce", "broadcast",  "reduce",  "all_gather",
+const char* const kCollNames[kCollCount] = {"all_reduce",     "broadcast",  "reduce", "all_gather",
                                             "reduce_scatter", "all_to_all", "gather", "scatter",
-                                            "barrier", "sendrecv"};
-bool reduces(Coll c) { return c == kAllReduce || c == kReduce || c == kReduceScatter; }
-bool rooted(Coll c) { return c == kBroadcast || c == kReduce || c == kGather || c == kScatter; }
+                                            "barrier",        "sendrecv"};
+bool reduces(Coll c) {
+  return c == kAllReduce || c == kReduce || c == kReduceScatter;
+}
+bool rooted(Coll c) {
+  return c == kBroadcast || c == kReduce || c == kGather || c == kScatter;
+}
 
 struct Case {
   Coll coll;
@@ -66,8 +79,8 @@ class Runner {
     return b;
   }
   static size_t es(const Case& c) { return kft::element_size(c.dtype); }
-  void check(const Case& c, const char* what, const void* got, const void* expected,
-             uint64_t count, kf_op_t cmp_op);
+  void check(const Case& c, const char* what, const void* got, const void* expected, uint64_t count,
+             kf_op_t cmp_op);
   void check_guards(const Case& c, const char* what, const Buf& b);
   void fail(const Case& c, const std::string& msg);
   std::string describe(const Case& c) const;
@@ -102,15 +115,17 @@ void Runner::check(const Case& c, const char* what, const void* got, const void*
   const uint64_t wrong = kft::count_wrong(got, expected, count, c.dtype, cmp_op, &first);
   if (wrong == 0) return;
   char s[300];
-  std::snprintf(s, sizeof s, "%s: %" PRIu64 " of %" PRIu64 " elements wrong, first at [%" PRIu64
-                "]: expected %.17g got %.17g", what, wrong, count, first,
-                kft::element_as_double(expected, first, c.dtype),
+  std::snprintf(s, sizeof s,
+                "%s: %" PRIu64 " of %" PRIu64 " elements wrong, first at [%" PRIu64
+                "]: expected %.17g got %.17g",
+                what, wrong, count, first, kft::element_as_double(expected, first, c.dtype),
                 kft::element_as_double(got, first, c.dtype));
   fail(c, s);
 }
 
 void Runner::check_guards(const Case& c, const char* what, const Buf& b) {
-  if (!b.guards_ok()) fail(c, std::string(what) + ": write outside the buffer (guard zone changed)");
+  if (!b.guards_ok())
+    fail(c, std::string(what) + ": write outside the buffer (guard zone changed)");
 }
 
 void Runner::run_case(const Case& c) {
@@ -238,7 +253,8 @@ void Runner::run_case(const Case& c) {
       Buf send = input(c, Kind::kMove, r, 0, n * cnt);
       Buf exp(n * cnt * e);
       for (int j = 0; j < n; ++j)
-        kft::fill_input(exp.data() + j * cnt * e, cnt, c.dtype, Kind::kMove, c.op, j, r * cnt, c.salt);
+        kft::fill_input(exp.data() + j * cnt * e, cnt, c.dtype, Kind::kMove, c.op, j, r * cnt,
+                        c.salt);
       if (c.inplace) {
         st = kf_all_to_all(comm_, send.data(), send.data(), cnt, c.dtype);
         if (st == KF_SUCCESS) check(c, "recvbuf", send.data(), exp.data(), n * cnt, KF_SUM);
@@ -336,7 +352,8 @@ void Runner::run_case(const Case& c) {
       check_guards(c, "recvbuf", recv);
       break;
     }
-    default: break;
+    default:
+      break;
   }
   if (st != KF_SUCCESS) {
     fail(c, std::string("returned ") + kf_status_string(st) + ": " + kf_comm_last_error(comm_));

@@ -84,7 +84,8 @@ int main() {
   std::vector<float> send(count, 1.0f), recv(count);
   kf_status_t st = kf_barrier(comm);
   if (st != KF_SUCCESS) {
-    std::printf("FAIL rank %d: first barrier: %s: %s\n", rank, kf_status_string(st), kf_comm_last_error(comm));
+    std::printf("FAIL rank %d: first barrier: %s: %s\n", rank, kf_status_string(st),
+                kf_comm_last_error(comm));
     return 1;
   }
   if (rank == kVictim) {
@@ -108,7 +109,8 @@ int main() {
   std::string why;
   if (st != KF_ERR_REMOTE && st != KF_ERR_TIMEOUT) {
     ok = false;
-    why += std::string(" status is ") + kf_status_string(st) + ", expected KF_ERR_REMOTE or KF_ERR_TIMEOUT;";
+    why += std::string(" status is ") + kf_status_string(st) +
+           ", expected KF_ERR_REMOTE or KF_ERR_TIMEOUT;";
   }
   if (err.find("rank 2") == std::string::npos) {
     ok = false;
@@ -135,10 +137,11 @@ int main() {
     ok = false;
     why += " kf_comm_destroy too slow;";
   }
-  std::printf("%s fault rank %d: after %d iterations got %s at %.0f ms (kill at %d ms, bound %.0f ms):"
-              " \"%s\"; later barrier: %s in %.0f ms; destroy: %s in %.0f ms%s%s\n",
-              ok ? "PASS" : "FAIL", rank, iters, kf_status_string(st), t_err, kKillAfterMs, bound,
-              err.c_str(), kf_status_string(st2), t_later, kf_status_string(st3), t_destroy,
-              ok ? "" : " --", why.c_str());
+  std::printf(
+      "%s fault rank %d: after %d iterations got %s at %.0f ms (kill at %d ms, bound %.0f ms):"
+      " \"%s\"; later barrier: %s in %.0f ms; destroy: %s in %.0f ms%s%s\n",
+      ok ? "PASS" : "FAIL", rank, iters, kf_status_string(st), t_err, kKillAfterMs, bound,
+      err.c_str(), kf_status_string(st2), t_later, kf_status_string(st3), t_destroy,
+      ok ? "" : " --", why.c_str());
   return ok ? 0 : 1;
 }
