@@ -1,5 +1,5 @@
 # The C example in README.md must be docs/example.c, which the tests build and run.
-#   cmake -DREADME=<README.md> -DEXAMPLE=<docs/example.c> -P check_readme_example.cmake
+#   cmake -DREADME=<README.md> -DEXAMPLE=<docs/example.c> -DOUT_DIR=<dir> -P check_readme_example.cmake
 file(READ "${README}" readme)
 file(READ "${EXAMPLE}" example)
 string(FIND "${readme}" "```c\n" start)
@@ -11,8 +11,14 @@ string(SUBSTRING "${readme}" ${start} -1 rest)
 string(FIND "${rest}" "```" end)
 string(SUBSTRING "${rest}" 0 ${end} block)
 if(NOT block STREQUAL example)
-  file(WRITE "${CMAKE_CURRENT_BINARY_DIR}/readme_example.c" "${block}")
-  execute_process(COMMAND diff -u "${EXAMPLE}" "${CMAKE_CURRENT_BINARY_DIR}/readme_example.c")
+  if(NOT OUT_DIR)
+    set(OUT_DIR "$ENV{TMPDIR}")
+    if(NOT OUT_DIR)
+      set(OUT_DIR /tmp)
+    endif()
+  endif()
+  file(WRITE "${OUT_DIR}/readme_example.c" "${block}")
+  execute_process(COMMAND diff -u "${EXAMPLE}" "${OUT_DIR}/readme_example.c")
   message(FATAL_ERROR "the C example in README.md differs from docs/example.c")
 endif()
 message(STATUS "README example == docs/example.c")
