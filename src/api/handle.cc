@@ -1,0 +1,58 @@
+#include "api/handle.h"
+
+#include <unordered_set>
+
+#include "base/log.h"
+
+namespace kf {
+namespace api {
+namespace {
+
+std::mutex g_mu;
+std::unordered_set<kf_comm*>& live() {
+  static auto* set = new std::unordered_set<kf_comm*>();  // never destroyed: usable at exit
+  return *set;
+}
+
+thread_local std::string t_no_comm_error;
+thread_local std::string t_returned;
+
+}  // namespace
+
+void register_handle(kf_comm* c) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  live().insert(c);
+}
+
+bool unregister_handle(kf_comm* c) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return live().erase(c) == 1;
+}
+
+bool is_live(kf_comm* c) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return live().count(c) == 1;
+}
+
+kf_status_t fail(kf_comm* comm, const Status& st) {
+  KF_LOG_DEBUG(st.message());
+  if (comm != nullptr && is_live(comm)) {
+    std::lock_guard<std::mutex> lock(comm->error_mu);
+    comm->last_error = st.message();
+  } else {
+    t_no_comm_error = st.message();
+  }
+  return st.code();
+}
+
+const char* last_error(kf_comm* comm) {
+  if (comm == nullptr || !is_live(comm)) return t_no_comm_error.c_str();
+  std::lock_guard<std::mutex> lock(comm->error_mu);
+  // A thread-local copy: valid until this thread's next call, whatever other
+  // threads do to the communicator's error text.
+  t_returned = comm->last_error;
+  return t_returned.c_str();
+}
+
+}  // namespace api
+}  // namespace kf

@@ -1,0 +1,40 @@
+// A point in time after which a wait gives up.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+namespace kf {
+
+using Clock = std::chrono::steady_clock;
+
+class Deadline {
+ public:
+  // A deadline `ms` milliseconds from now; ms < 0 means never.
+  static Deadline after_ms(int64_t ms) {
+    Deadline d;
+    if (ms >= 0) {
+      d.never_ = false;
+      d.at_ = Clock::now() + std::chrono::milliseconds(ms);
+    }
+    return d;
+  }
+  static Deadline never() { return Deadline(); }
+
+  bool expired() const { return !never_ && Clock::now() >= at_; }
+  // Milliseconds left, clamped to [0, cap]; cap when there is no deadline.
+  int remaining_ms(int cap = 1 << 30) const {
+    if (never_) return cap;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(at_ - Clock::now()).count();
+    if (left < 0) return 0;
+    return left > cap ? cap : static_cast<int>(left);
+  }
+  bool is_never() const { return never_; }
+  Clock::time_point time_point() const { return at_; }
+
+ private:
+  bool never_ = true;
+  Clock::time_point at_{};
+};
+
+}  // namespace kf

@@ -1,0 +1,99 @@
+#include "sched/communicator.h"
+
+#include "base/config.h"
+#include "base/host_id.h"
+#include "base/log.h"
+#include "transport/socket.h"
+
+namespace kf {
+namespace {
+
+EngineOptions engine_options(int rank, int size, const CommOptions& o) {
+  EngineOptions e;
+  e.rank = rank;
+  e.size = size;
+  e.epoch = 1;
+  e.timeout_ms = o.timeout_ms;
+  return e;
+}
+
+AlgoOptions algo_options_from_knobs() {
+  AlgoOptions o;
+  std::string algo = knob_string(Knob::KF_ALGO);
+  if (algo == "ring") {
+    o.algorithm = Algorithm::kRing;
+  } else if (algo == "rd") {
+    o.algorithm = Algorithm::kRecursiveDoubling;
+  } else {
+    if (algo != "auto") KF_LOG_WARN("KF_ALGO=" + algo + " is not auto, ring or rd; using auto");
+    o.algorithm = Algorithm::kAuto;
+  }
+  int64_t threshold = knob_int(Knob::KF_RING_THRESHOLD_BYTES);
+  if (threshold >= 0) o.ring_threshold_bytes = static_cast<size_t>(threshold);
+  int64_t chunk = knob_int(Knob::KF_CHUNK_BYTES);
+  if (chunk > 0) o.chunk_bytes = static_cast<size_t>(chunk);
+  return o;
+}
+
+}  // namespace
+
+Communicator::Communicator(int rank, int size, const CommOptions& opts)
+    : rank_(rank), size_(size), opts_(opts), algo_(algo_options_from_knobs()),
+      engine_(engine_options(rank, size, opts)) {}
+
+Communicator::~Communicator() { shutdown(); }
+
+Status Communicator::create(const RendezvousPoint& root, int rank, int size,
+                            const CommOptions& opts, std::unique_ptr<Communicator>* out) {
+  std::unique_ptr<Communicator> c(new Communicator(rank, size, opts));
+  c->hosts_.assign(static_cast<size_t>(size), host_identity());
+  if (size > 1) KF_RETURN_IF_ERROR(c->connect(root));
+  *out = std::move(c);
+  return Status::ok();
+}
+
+Status Communicator::connect(const RendezvousPoint& root) {
+  Deadline deadline = Deadline::after_ms(opts_.timeout_ms);
+  TcpOptions t;
+  t.rank = rank_;
+  t.size = size_;
+  t.epoch = 1;
+  t.secret = root.secret;
+  t.socket_buffer_bytes = static_cast<int>(knob_int(Knob::KF_SOCKET_BUFFER_BYTES));
+  tcp_ = std::make_unique<TcpTransport>(t, &engine_.mailbox(), [this](int peer, const Status& why) {
+    engine_.on_peer_lost(peer, why);
+  });
+  bool pinned_ip = knob_is_set(Knob::KF_IFNAME) || knob_is_set(Knob::KF_SUBNET);
+  auto make_record = [&](const std::string& route_ip, std::string* record) -> Status {
+    std::string ip = route_ip;
+    if (pinned_ip) KF_RETURN_IF_ERROR(choose_listen_ip(&ip));
+    KF_RETURN_IF_ERROR(tcp_->listen(ip));
+    *record = tcp_->address() + "|" + host_identity();
+    return Status::ok();
+  };
+  std::vector<std::string> records;
+  KF_RETURN_IF_ERROR(rendezvous_exchange(root, rank_, size_, make_record, deadline, &records));
+  std::vector<std::string> addresses;
+  for (size_t r = 0; r < records.size(); ++r) {
+    size_t bar = records[r].find('|');
+    if (bar == std::string::npos) return remote_error("malformed rendezvous record of rank " + std::to_string(r));
+    addresses.push_back(records[r].substr(0, bar));
+    hosts_[r] = records[r].substr(bar + 1);
+  }
+  KF_RETURN_IF_ERROR(tcp_->connect_all(addresses, deadline));
+  engine_.attach(tcp_.get());
+  KF_LOG_INFO("communicator '" + opts_.name + "' rank " + std::to_string(rank_) + " of " +
+              std::to_string(size_) + " connected, listening on " + tcp_->address());
+  return Status::ok();
+}
+
+void Communicator::shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (tcp_) {
+    int64_t ms = opts_.timeout_ms < 0 ? 10000 : std::min<int64_t>(opts_.timeout_ms, 10000);
+    tcp_->shutdown(Deadline::after_ms(ms));
+  }
+}
+
+}  // namespace kf

@@ -1,0 +1,66 @@
+// Communicator: one group of ranks and everything it owns: the engine with
+// its named-operation table, the mailbox, and the transports to its peers.
+// Several communicators may live in one process; there is no singleton.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algo/collectives.h"
+#include "base/status.h"
+#include "bootstrap/rendezvous.h"
+#include "sched/engine.h"
+#include "transport/tcp/tcp_transport.h"
+
+namespace kf {
+
+struct CommOptions {
+  int64_t timeout_ms = 60000;  // init and each operation; < 0 = never
+  std::string name = "world";
+};
+
+class Communicator {
+ public:
+  // Joins the job at `root` as `rank` of `size` ranks (collective).
+  static Status create(const RendezvousPoint& root, int rank, int size, const CommOptions& opts,
+                       std::unique_ptr<Communicator>* out);
+  ~Communicator();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const std::string& name() const { return opts_.name; }
+  // Host identity of every rank (hostname/boot id), in rank order.
+  const std::vector<std::string>& hosts() const { return hosts_; }
+
+  // Says goodbye to the peers and closes connections (bounded by the timeout).
+  void shutdown();
+
+  // Blocking collectives: each one is a named operation on the engine.
+  Status all_reduce(const void* send, void* recv, size_t count, kf_dtype_t dt, kf_op_t op);
+  Status broadcast(const void* send, void* recv, size_t count, kf_dtype_t dt, int root);
+  Status reduce(const void* send, void* recv, size_t count, kf_dtype_t dt, kf_op_t op, int root);
+  Status all_gather(const void* send, void* recv, size_t count, kf_dtype_t dt);
+  Status reduce_scatter(const void* send, void* recv, size_t count, kf_dtype_t dt, kf_op_t op);
+  Status all_to_all(const void* send, void* recv, size_t count, kf_dtype_t dt);
+  Status gather(const void* send, void* recv, size_t count, kf_dtype_t dt, int root);
+  Status scatter(const void* send, void* recv, size_t count, kf_dtype_t dt, int root);
+  Status barrier();
+  Status send(const void* buf, size_t count, kf_dtype_t dt, int peer);
+  Status recv(void* buf, size_t count, kf_dtype_t dt, int peer);
+
+ private:
+  Communicator(int rank, int size, const CommOptions& opts);
+  Status connect(const RendezvousPoint& root);
+
+  const int rank_;
+  const int size_;
+  const CommOptions opts_;
+  const AlgoOptions algo_;  // from the KF_ALGO* knobs, read once
+  std::vector<std::string> hosts_;
+  Engine engine_;
+  std::unique_ptr<TcpTransport> tcp_;
+  bool shut_down_ = false;
+};
+
+}  // namespace kf

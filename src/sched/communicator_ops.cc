@@ -1,0 +1,103 @@
+// The blocking collectives of Communicator: each is one named operation on
+// the engine, running its algorithm on the calling thread.
+#include "algo/collectives.h"
+#include "base/dtype.h"
+#include "sched/communicator.h"
+
+namespace kf {
+namespace {
+
+// Operation kinds, part of the signature every rank must agree on.
+enum OpKind : uint32_t {
+  kAllReduce = 1, kBroadcast, kReduce, kAllGather, kReduceScatter, kAllToAll, kGather, kScatter,
+  kBarrier, kSendRecv,
+};
+
+OpSignature sig(OpKind kind, size_t count, int dtype, int op, int root) {
+  OpSignature s;
+  s.kind = kind;
+  s.count = count;
+  s.dtype = dtype;
+  s.op = op;
+  s.root = root;
+  return s;
+}
+
+}  // namespace
+
+Status Communicator::all_reduce(const void* send, void* recv, size_t count, kf_dtype_t dt,
+                                kf_op_t op) {
+  return engine_.run("kf.all_reduce", sig(kAllReduce, count, dt, op, -1), [&](Peers& p) {
+    return kf::all_reduce(p, algo_, send, recv, count, dt, op);
+  });
+}
+
+Status Communicator::broadcast(const void* send, void* recv, size_t count, kf_dtype_t dt,
+                               int root) {
+  return engine_.run("kf.broadcast", sig(kBroadcast, count, dt, -1, root), [&](Peers& p) {
+    return kf::broadcast(p, algo_, send, recv, count, dt, root);
+  });
+}
+
+Status Communicator::reduce(const void* send, void* recv, size_t count, kf_dtype_t dt, kf_op_t op,
+                            int root) {
+  return engine_.run("kf.reduce", sig(kReduce, count, dt, op, root), [&](Peers& p) {
+    return kf::reduce(p, algo_, send, recv, count, dt, op, root);
+  });
+}
+
+Status Communicator::all_gather(const void* send, void* recv, size_t count, kf_dtype_t dt) {
+  return engine_.run("kf.all_gather", sig(kAllGather, count, dt, -1, -1), [&](Peers& p) {
+    return kf::all_gather(p, algo_, send, recv, count, dt);
+  });
+}
+
+Status Communicator::reduce_scatter(const void* send, void* recv, size_t count, kf_dtype_t dt,
+                                    kf_op_t op) {
+  return engine_.run("kf.reduce_scatter", sig(kReduceScatter, count, dt, op, -1), [&](Peers& p) {
+    return kf::reduce_scatter(p, algo_, send, recv, count, dt, op);
+  });
+}
+
+Status Communicator::all_to_all(const void* send, void* recv, size_t count, kf_dtype_t dt) {
+  return engine_.run("kf.all_to_all", sig(kAllToAll, count, dt, -1, -1), [&](Peers& p) {
+    return kf::all_to_all(p, algo_, send, recv, count, dt);
+  });
+}
+
+Status Communicator::gather(const void* send, void* recv, size_t count, kf_dtype_t dt, int root) {
+  return engine_.run("kf.gather", sig(kGather, count, dt, -1, root), [&](Peers& p) {
+    return kf::gather(p, algo_, send, recv, count, dt, root);
+  });
+}
+
+Status Communicator::scatter(const void* send, void* recv, size_t count, kf_dtype_t dt, int root) {
+  return engine_.run("kf.scatter", sig(kScatter, count, dt, -1, root), [&](Peers& p) {
+    return kf::scatter(p, algo_, send, recv, count, dt, root);
+  });
+}
+
+Status Communicator::barrier() {
+  return engine_.run("kf.barrier", sig(kBarrier, 0, -1, -1, -1),
+                     [&](Peers& p) { return kf::barrier(p, algo_); });
+}
+
+// Point-to-point messages are named operations too: the name is the ordered
+// pair of ranks, so sends and receives between two ranks match in call order.
+Status Communicator::send(const void* buf, size_t count, kf_dtype_t dt, int peer) {
+  std::string name = "kf.p2p." + std::to_string(rank_) + ">" + std::to_string(peer);
+  size_t bytes = count * dtype_size(dt);
+  return engine_.run(name, sig(kSendRecv, count, dt, -1, -1), [&](Peers& p) {
+    return p.wait(p.isend(peer, Tag{}, buf, bytes));
+  });
+}
+
+Status Communicator::recv(void* buf, size_t count, kf_dtype_t dt, int peer) {
+  std::string name = "kf.p2p." + std::to_string(peer) + ">" + std::to_string(rank_);
+  size_t bytes = count * dtype_size(dt);
+  return engine_.run(name, sig(kSendRecv, count, dt, -1, -1), [&](Peers& p) {
+    return p.wait(p.irecv(peer, Tag{}, buf, bytes));
+  });
+}
+
+}  // namespace kf

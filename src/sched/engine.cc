@@ -1,0 +1,75 @@
+#include "sched/engine.h"
+
+#include "base/config.h"
+#include "base/log.h"
+#include "sched/op_peers.h"
+#include "transport/frame.h"
+
+namespace kf {
+
+uint32_t OpSignature::digest() const {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (v >> (8 * i)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  };
+  mix(kind);
+  mix(count);
+  mix(static_cast<uint64_t>(static_cast<int64_t>(dtype)));
+  mix(static_cast<uint64_t>(static_cast<int64_t>(op)));
+  mix(static_cast<uint64_t>(static_cast<int64_t>(root)));
+  return static_cast<uint32_t>(h ^ (h >> 32));
+}
+
+Engine::Engine(const EngineOptions& opts)
+    : opts_(opts),
+      mailbox_(static_cast<size_t>(knob_int(Knob::KF_UNEXPECTED_BYTES)), [this] {
+        if (transport_ != nullptr) transport_->retry_paused();
+      }) {}
+
+uint64_t Engine::next_seq(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return seqs_[name]++;
+}
+
+Status Engine::health() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return broken_;
+}
+
+void Engine::break_with(const Status& why) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!broken_.is_ok()) return;
+    broken_ = why;
+  }
+  mailbox_.fail_all(why);
+}
+
+void Engine::on_peer_lost(int peer, const Status& why) { break_with(why); }
+
+Status Engine::run(const std::string& name, const OpSignature& sig, const Body& body) {
+  Status health_now = health();
+  if (!health_now.is_ok()) {
+    return aborted_error("the communicator is broken and cannot run '" + name +
+                         "': " + health_now.message());
+  }
+  uint64_t seq = next_seq(name);
+  OpPeers peers(this, name, hash_name(name.data(), name.size()), seq, sig.digest(),
+                Deadline::after_ms(opts_.timeout_ms));
+  Status st = body(peers);
+  if (!st.is_ok()) {
+    peers.withdraw_outstanding(st);
+    if (st.code() == KF_ERR_REMOTE || st.code() == KF_ERR_TIMEOUT) break_with(st);
+    // Prefer the root cause: a receive failed by a lost peer carries its name.
+    Status broken = health();
+    if (st.code() == KF_ERR_TIMEOUT && !broken.is_ok() && broken.message() != st.message()) {
+      return Status(broken.code(), st.message() + "; " + broken.message());
+    }
+  }
+  return st;
+}
+
+}  // namespace kf

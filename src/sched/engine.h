@@ -1,0 +1,80 @@
+// Engine: runs named operations. Every collective, blocking or not, is an
+// operation with a name, a signature (kind, count, dtype, op, root digest)
+// and a per-name sequence number, so the same name can be reused every step
+// and ranks need no coordinator to match operations: frames are keyed by
+// (epoch, name hash, sequence, chunk, step).
+//
+// A blocking call is submit-and-wait on the calling thread: the algorithm
+// runs right here, and the transports' progress threads move the bytes.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "algo/collectives.h"
+#include "algo/peers.h"
+#include "base/status.h"
+#include "transport/mailbox.h"
+#include "transport/tcp/tcp_transport.h"
+
+namespace kf {
+
+struct EngineOptions {
+  int rank = 0;
+  int size = 1;
+  uint32_t epoch = 1;
+  int64_t timeout_ms = 60000;  // per operation; < 0 = never
+};
+
+// What every rank must agree on for one operation.
+struct OpSignature {
+  uint32_t kind = 0;  // which collective
+  uint64_t count = 0;
+  int32_t dtype = -1;
+  int32_t op = -1;
+  int32_t root = -1;
+  uint32_t digest() const;
+};
+
+class Engine {
+ public:
+  explicit Engine(const EngineOptions& opts);
+
+  Mailbox& mailbox() { return mailbox_; }
+  // The transport that carries frames between processes. Set once, before any run().
+  void attach(TcpTransport* transport) { transport_ = transport; }
+
+  using Body = std::function<Status(Peers&)>;
+  // Runs the operation `name` (next sequence number of that name) on the
+  // calling thread. On failure, outstanding transfers are withdrawn before
+  // returning, so the caller's buffers are free; a remote error or timeout
+  // breaks the communicator (later operations fail with KF_ERR_ABORTED).
+  Status run(const std::string& name, const OpSignature& sig, const Body& body);
+
+  // A peer is gone: fail every pending receive and break the communicator.
+  void on_peer_lost(int peer, const Status& why);
+  // OK while the communicator works; else why it broke.
+  Status health() const;
+
+  int rank() const { return opts_.rank; }
+  int size() const { return opts_.size; }
+
+ private:
+  friend class OpPeers;
+  void break_with(const Status& why);
+  uint64_t next_seq(const std::string& name);
+
+  const EngineOptions opts_;
+  Mailbox mailbox_;
+  TcpTransport* transport_ = nullptr;
+
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, uint64_t> seqs_;  // guarded by mu_
+  Status broken_;                                   // guarded by mu_
+};
+
+}  // namespace kf

@@ -1,0 +1,98 @@
+#include "sched/op_peers.h"
+
+#include "sched/engine.h"
+
+namespace kf {
+
+OpPeers::OpPeers(Engine* engine, std::string name, uint64_t name_hash, uint64_t seq,
+                 uint32_t signature, const Deadline& deadline)
+    : engine_(engine), name_(std::move(name)), name_hash_(name_hash), seq_(seq),
+      signature_(signature), deadline_(deadline) {}
+
+int OpPeers::rank() const { return engine_->rank(); }
+int OpPeers::size() const { return engine_->size(); }
+
+MessageKey OpPeers::key(int peer, Tag tag) const {
+  MessageKey k;
+  k.peer = peer;
+  k.name_hash = name_hash_;
+  k.seq = seq_;
+  k.chunk = tag.chunk;
+  k.step = tag.step;
+  return k;
+}
+
+TransferHandle OpPeers::isend(int peer, Tag tag, const void* buf, size_t len) {
+  auto t = std::make_shared<Transfer>(Transfer::Kind::kSend, key(peer, tag), signature_,
+                                      const_cast<void*>(buf), len);
+  transfers_.push_back(t);
+  Status health = engine_->health();
+  if (!health.is_ok()) {
+    t->complete(health);
+    return t;
+  }
+  FrameHeader h;
+  h.type = FrameType::kData;
+  h.epoch = engine_->opts_.epoch;
+  h.signature = signature_;
+  h.name_hash = name_hash_;
+  h.seq = seq_;
+  h.chunk = tag.chunk;
+  h.step = tag.step;
+  h.length = len;
+  if (peer == rank()) {
+    // A message to self never touches a transport.
+    engine_->mailbox().deliver_local(peer, h, buf);
+    t->complete(Status::ok());
+  } else {
+    engine_->transport_->send(t, h);
+  }
+  return t;
+}
+
+TransferHandle OpPeers::irecv(int peer, Tag tag, void* buf, size_t len) {
+  auto t = std::make_shared<Transfer>(Transfer::Kind::kRecv, key(peer, tag), signature_, buf, len);
+  transfers_.push_back(t);
+  Status health = engine_->health();
+  if (!health.is_ok()) {
+    t->complete(health);
+    return t;
+  }
+  engine_->mailbox().post(t);
+  // A peer lost between the health check and the post would leave this
+  // receive unfailed: check again now that it is visible to fail_all().
+  health = engine_->health();
+  if (!health.is_ok()) engine_->mailbox().cancel(t, health);
+  return t;
+}
+
+Status OpPeers::wait(const TransferHandle& t) {
+  Status st = t->wait(deadline_);
+  if (st.code() == KF_ERR_TIMEOUT) {
+    const MessageKey& k = t->key();
+    return timeout_error("operation '" + name_ + "' #" + std::to_string(seq_) + " timed out " +
+                         (t->kind() == Transfer::Kind::kRecv ? "waiting for data from rank "
+                                                             : "sending to rank ") +
+                         std::to_string(k.peer) + " (chunk " + std::to_string(k.chunk) +
+                         ", step " + std::to_string(k.step) + ")");
+  }
+  if (!st.is_ok()) {
+    return Status(st.code(), "operation '" + name_ + "' #" + std::to_string(seq_) + ": " +
+                                 st.message());
+  }
+  return st;
+}
+
+void OpPeers::withdraw_outstanding(const Status& why) {
+  for (auto& t : transfers_) {
+    if (t->done()) continue;
+    if (t->kind() == Transfer::Kind::kRecv) {
+      engine_->mailbox().cancel(t, why);
+    } else {
+      engine_->transport_->cancel_send(t, why);
+    }
+  }
+  transfers_.clear();
+}
+
+}  // namespace kf

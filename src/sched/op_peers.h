@@ -1,0 +1,44 @@
+// OpPeers: the Peers view of one running operation. It stamps every message
+// with the operation's name hash, sequence number and signature, applies the
+// operation deadline, and remembers its transfers so a failed operation can
+// withdraw them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "algo/peers.h"
+#include "base/deadline.h"
+#include "transport/transfer.h"
+
+namespace kf {
+
+class Engine;
+
+class OpPeers : public Peers {
+ public:
+  OpPeers(Engine* engine, std::string name, uint64_t name_hash, uint64_t seq, uint32_t signature,
+          const Deadline& deadline);
+
+  int rank() const override;
+  int size() const override;
+  TransferHandle isend(int peer, Tag tag, const void* buf, size_t len) override;
+  TransferHandle irecv(int peer, Tag tag, void* buf, size_t len) override;
+  Status wait(const TransferHandle& t) override;
+
+  // Withdraws every transfer that has not finished (after a failure).
+  void withdraw_outstanding(const Status& why);
+
+ private:
+  MessageKey key(int peer, Tag tag) const;
+
+  Engine* const engine_;
+  const std::string name_;
+  const uint64_t name_hash_;
+  const uint64_t seq_;
+  const uint32_t signature_;
+  const Deadline deadline_;
+  std::vector<TransferHandle> transfers_;
+};
+
+}  // namespace kf

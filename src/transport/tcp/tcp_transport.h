@@ -1,0 +1,112 @@
+// TCP transport: a full mesh of authenticated connections between the ranks
+// of one communicator, driven by one epoll progress thread.
+//
+// Sends are queued per peer and written by the caller when the socket has
+// room (no thread hand-off for small messages), else by the progress thread.
+// Receives are read by the progress thread into a staging buffer and handed
+// to the Mailbox, which puts each payload straight into the posted receive
+// buffer when there is one. The progress thread blocks in epoll_wait when
+// there is nothing to do, so an idle communicator costs no CPU.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "transport/frame.h"
+#include "transport/handshake.h"
+#include "transport/mailbox.h"
+#include "transport/socket.h"
+#include "transport/transfer.h"
+
+namespace kf {
+
+struct TcpOptions {
+  int rank = 0;
+  int size = 1;
+  uint32_t epoch = 1;
+  JobSecret secret{};
+  int socket_buffer_bytes = 0;
+};
+
+class TcpConn;
+
+class TcpTransport {
+ public:
+  // Called when a peer is lost (its connection broke, or another peer reported
+  // it), from the progress thread or a sending thread: `why` names it. The
+  // transport has already told the other peers when it detected the loss.
+  using PeerLostFn = std::function<void(int peer, const Status& why)>;
+
+  TcpTransport(const TcpOptions& opts, Mailbox* mailbox, PeerLostFn on_lost);
+  ~TcpTransport();
+  TcpTransport(const TcpTransport&) = delete;
+  TcpTransport& operator=(const TcpTransport&) = delete;
+
+  // Retries receives that paused because the mailbox was full.
+  void retry_paused() {
+    retry_paused_.store(true);
+    wake();
+  }
+
+  // Opens the listening socket on `ip` (any port) and starts accepting.
+  Status listen(const std::string& ip);
+  // "ip:port" that peers dial.
+  std::string address() const { return address_; }
+
+  // Dials every lower rank and waits for every higher rank to dial in.
+  // `addresses[r]` is rank r's address(). Starts the progress thread.
+  Status connect_all(const std::vector<std::string>& addresses, const Deadline& deadline);
+
+  // Queues the data frame of send transfer `t` (payload t->buffer(), t->length()).
+  // The transfer completes when the payload is handed to the kernel, or fails.
+  void send(const TransferHandle& t, const FrameHeader& h);
+  // Withdraws a send of a failed operation: afterwards the caller's buffer is
+  // not read again (a partly written frame is finished from a private copy).
+  void cancel_send(const TransferHandle& t, const Status& why);
+
+  // Tells every live peer that `lost` is gone (an abort frame).
+  void broadcast_abort(int lost);
+
+  // Says goodbye to every peer, flushes what is queued and closes, waiting at
+  // most until the deadline. Idempotent.
+  void shutdown(const Deadline& deadline);
+
+ private:
+  friend class TcpConn;
+
+  void accept_loop();
+  Status admit(Fd fd, const std::string& from, const Deadline& deadline);
+  void progress_loop();
+  void wake();
+  void lose(TcpConn& c, const Status& why);
+  void update_events(TcpConn& c);
+
+  const TcpOptions opts_;
+  Mailbox* const mailbox_;
+  const PeerLostFn on_lost_;
+
+  Fd listen_fd_;
+  Fd epoll_fd_;
+  Fd wake_fd_;         // eventfd: wakes the progress thread
+  Fd accept_stop_fd_;  // eventfd: stops the acceptor thread
+  std::string address_;
+
+  std::vector<std::unique_ptr<TcpConn>> conns_;  // indexed by rank; conns_[rank] is null
+  std::mutex setup_mu_;
+  std::condition_variable setup_cv_;
+  int accepted_ = 0;
+
+  std::thread acceptor_;
+  std::thread progress_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> retry_paused_{false};
+  std::atomic<bool> shut_down_{false};
+};
+
+}  // namespace kf
