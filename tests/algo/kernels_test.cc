@@ -1,0 +1,370 @@
+// Reduction kernels and the 16-bit float conversions, against independent
+// scalar references.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "algo/half.h"
+#include "algo/reduce_kernels.h"
+#include "test_data.h"
+
+namespace kf {
+namespace test {
+namespace {
+
+float next_up(float f) { return std::nextafter(f, std::numeric_limits<float>::infinity()); }
+float next_down(float f) { return std::nextafter(f, -std::numeric_limits<float>::infinity()); }
+
+bool half_is_nan(uint16_t h) { return (h & 0x7c00u) == 0x7c00u && (h & 0x3ffu) != 0; }
+bool bf16_is_nan(uint16_t b) { return (b & 0x7f80u) == 0x7f80u && (b & 0x7fu) != 0; }
+
+TEST(Half, RoundTripsEveryValue) {
+  for (uint32_t h = 0; h < 0x10000u; ++h) {
+    const uint16_t x = static_cast<uint16_t>(h);
+    const uint16_t back = float_to_half(half_to_float(x));
+    if (half_is_nan(x)) {
+      ASSERT_TRUE(half_is_nan(back)) << std::hex << h;
+    } else {
+      ASSERT_EQ(back, x) << std::hex << h;
+    }
+  }
+}
+
+TEST(Half, KnownValues) {
+  EXPECT_EQ(half_to_float(0x3c00), 1.0f);
+  EXPECT_EQ(half_to_float(0xc000), -2.0f);
+  EXPECT_EQ(half_to_float(0x7bff), 65504.0f);
+  EXPECT_EQ(half_to_float(0x0001), std::ldexp(1.0f, -24));  // smallest subnormal
+  EXPECT_EQ(half_to_float(0x03ff), std::ldexp(1023.0f, -24));  // largest subnormal
+  EXPECT_EQ(half_to_float(0x0400), std::ldexp(1.0f, -14));  // smallest normal
+  EXPECT_TRUE(std::isinf(half_to_float(0x7c00)));
+  EXPECT_TRUE(std::isnan(half_to_float(0x7e00)));
+  EXPECT_TRUE(std::signbit(half_to_float(0x8000)));
+
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(float_to_half(inf), 0x7c00);
+  EXPECT_EQ(float_to_half(-inf), 0xfc00);
+  EXPECT_TRUE(half_is_nan(float_to_half(std::nanf(""))));
+  // A NaN whose payload lives only in the low bits must stay a NaN.
+  uint32_t low_nan_bits = 0x7f800001u;
+  float low_nan;
+  std::memcpy(&low_nan, &low_nan_bits, 4);
+  EXPECT_TRUE(half_is_nan(float_to_half(low_nan)));
+  EXPECT_EQ(float_to_half(-0.0f), 0x8000);
+  EXPECT_EQ(float_to_half(1e-10f), 0x0000);
+  EXPECT_EQ(float_to_half(-1e-10f), 0x8000);
+  // Overflow: 65520 is the tie between 65504 and 2^16 and goes to Inf.
+  EXPECT_EQ(float_to_half(65520.0f), 0x7c00);
+  EXPECT_EQ(float_to_half(next_down(65520.0f)), 0x7bff);
+  EXPECT_EQ(float_to_half(1e6f), 0x7c00);
+  // 2^-25 is the tie between 0 and the smallest subnormal: even is 0.
+  EXPECT_EQ(float_to_half(std::ldexp(1.0f, -25)), 0x0000);
+  EXPECT_EQ(float_to_half(next_up(std::ldexp(1.0f, -25))), 0x0001);
+  // 3 * 2^-25 ties between subnormals 1 and 2: even is 2.
+  EXPECT_EQ(float_to_half(std::ldexp(3.0f, -25)), 0x0002);
+  // The largest subnormal rounds up into the smallest normal.
+  EXPECT_EQ(float_to_half(std::ldexp(1023.5f, -24)), 0x0400);
+  // 1 + 2^-11 ties between 1 and 1 + 2^-10: even is 1.
+  EXPECT_EQ(float_to_half(1.0f + std::ldexp(1.0f, -11)), 0x3c00);
+  EXPECT_EQ(float_to_half(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);
+}
+
+// Every midpoint between neighbouring halves (exact in float) must go to the
+// even one, and the floats just beside it to the nearer one.
+TEST(Half, RoundsEveryMidpointToEven) {
+  for (uint32_t h = 0; h < 0x7bffu; ++h) {
+    for (uint32_t sign : {0u, 0x8000u}) {
+      const uint16_t lo = static_cast<uint16_t>(h | sign);
+      const uint16_t hi = static_cast<uint16_t>((h + 1) | sign);
+      const float mid = static_cast<float>(
+          (static_cast<double>(half_to_float(lo)) + half_to_float(hi)) / 2);
+      const uint16_t even = (h & 1u) == 0 ? lo : hi;
+      ASSERT_EQ(float_to_half(mid), even) << std::hex << h;
+      const float toward_lo = sign ? next_up(mid) : next_down(mid);
+      const float toward_hi = sign ? next_down(mid) : next_up(mid);
+      ASSERT_EQ(float_to_half(toward_lo), lo) << std::hex << h;
+      ASSERT_EQ(float_to_half(toward_hi), hi) << std::hex << h;
+    }
+  }
+}
+
+#if defined(__FLT16_MAX__)
+// Where the compiler has _Float16, its conversion is a second reference.
+TEST(Half, MatchesCompilerConversion) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<uint32_t> bits;
+  for (int i = 0; i < 1000000; ++i) {
+    uint32_t u = bits(rng);
+    // Bias half of the draws into the range where halves live.
+    if (i & 1) u = (u & 0x807fffffu) | ((100u + (u >> 24) % 50u) << 23);
+    float f;
+    std::memcpy(&f, &u, 4);
+    const _Float16 ref = static_cast<_Float16>(f);
+    uint16_t want;
+    std::memcpy(&want, &ref, 2);
+    const uint16_t got = float_to_half(f);
+    if (std::isnan(f)) {
+      ASSERT_TRUE(half_is_nan(got));
+    } else {
+      ASSERT_EQ(got, want) << std::hex << u;
+    }
+  }
+}
+#endif
+
+TEST(BFloat16, RoundTripsEveryValue) {
+  for (uint32_t b = 0; b < 0x10000u; ++b) {
+    const uint16_t x = static_cast<uint16_t>(b);
+    const uint16_t back = float_to_bf16(bf16_to_float(x));
+    if (bf16_is_nan(x)) {
+      ASSERT_TRUE(bf16_is_nan(back)) << std::hex << b;
+    } else {
+      ASSERT_EQ(back, x) << std::hex << b;
+    }
+  }
+}
+
+TEST(BFloat16, RoundsEveryMidpointToEven) {
+  // Includes the step from the largest finite value to Inf (0x7f7f -> 0x7f80).
+  for (uint32_t b = 0; b < 0x7f80u; ++b) {
+    for (uint32_t sign : {0u, 0x8000u}) {
+      const uint16_t lo = static_cast<uint16_t>(b | sign);
+      const uint16_t hi = static_cast<uint16_t>((b + 1) | sign);
+      const uint32_t mid_bits = ((static_cast<uint32_t>(lo) << 16) | 0x8000u);
+      float mid;
+      std::memcpy(&mid, &mid_bits, 4);
+      const uint16_t even = (b & 1u) == 0 ? lo : hi;
+      ASSERT_EQ(float_to_bf16(mid), even) << std::hex << b;
+      const float toward_lo = sign ? next_up(mid) : next_down(mid);
+      const float toward_hi = sign ? next_down(mid) : next_up(mid);
+      ASSERT_EQ(float_to_bf16(toward_lo), lo) << std::hex << b;
+      ASSERT_EQ(float_to_bf16(toward_hi), hi) << std::hex << b;
+    }
+  }
+}
+
+TEST(BFloat16, Specials) {
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(float_to_bf16(inf), 0x7f80);
+  EXPECT_EQ(float_to_bf16(-inf), 0xff80);
+  EXPECT_TRUE(bf16_is_nan(float_to_bf16(std::nanf(""))));
+  uint32_t low_nan_bits = 0xff800001u;
+  float low_nan;
+  std::memcpy(&low_nan, &low_nan_bits, 4);
+  EXPECT_TRUE(bf16_is_nan(float_to_bf16(low_nan)));
+  EXPECT_EQ(float_to_bf16(std::numeric_limits<float>::max()), 0x7f80);
+  EXPECT_EQ(float_to_bf16(std::numeric_limits<float>::denorm_min()), 0x0000);
+  EXPECT_EQ(float_to_bf16(1.0f), 0x3f80);
+}
+
+// ---------------------------------------------------------------------------
+// reduce_to / reduce_into against the per-element reference, with every
+// aliasing pattern the header allows.
+
+const kf_dtype_t kDtypes[] = {KF_INT8,    KF_UINT8,    KF_INT32,   KF_UINT32, KF_INT64,
+                              KF_UINT64,  KF_FLOAT16,  KF_BFLOAT16, KF_FLOAT32, KF_FLOAT64};
+const kf_op_t kOps[] = {KF_SUM, KF_PROD, KF_MIN, KF_MAX, KF_AVG};
+
+// Random bits for integers; random floats (including negative and tiny) for
+// floating types, stored through the dtype so they are representable.
+std::vector<char> random_buffer(kf_dtype_t t, size_t n, std::mt19937_64& rng) {
+  std::vector<char> b(n * esize(t) + 1);
+  std::uniform_real_distribution<double> real(-100, 100);
+  for (size_t i = 0; i < n; ++i) {
+    Value v;
+    v.i = rng();
+    v.f = real(rng);
+    if (i % 17 == 0) v.f *= 1e-6;
+    if (i % 29 == 0) v.f = 0;
+    if (!is_float(t)) {
+      std::memcpy(b.data() + i * esize(t), &v.i, esize(t));
+    } else {
+      set(t, b.data(), i, v);
+    }
+  }
+  return b;
+}
+
+// The expected bits of a op b: integers via the wrapping reference; floats
+// combined in the compute type of the dtype and rounded like the kernel.
+void expect_element(kf_dtype_t t, kf_op_t op, const char* a, const char* b, const char* got,
+                    size_t i, const char* mode) {
+  const Value va = get(t, a, i), vb = get(t, b, i), vg = get(t, got, i);
+  SCOPED_TRACE(std::string(dtype_name(t)) + " " + op_name(op) + " " + mode + " at " +
+               std::to_string(i));
+  if (!is_float(t)) {
+    ASSERT_EQ(vg.i, ref_combine(t, op, va, vb).i);
+    return;
+  }
+  if (t == KF_FLOAT64) {
+    ASSERT_EQ(vg.f, ref_combine(t, op, va, vb).f);
+    return;
+  }
+  // float32 compute: the reference combines in double and rounds once to
+  // float, which equals float arithmetic for one + or * (double has more than
+  // twice float's precision), then rounds to the 16-bit type if needed.
+  const float r = static_cast<float>(ref_combine(t, op, va, vb).f);
+  Value want;
+  want.f = r;
+  std::vector<char> tmp(8);
+  set(t, tmp.data(), 0, want);
+  ASSERT_EQ(std::memcmp(tmp.data(), got + i * esize(t), esize(t)), 0)
+      << value_text(t, vg) << " vs " << value_text(t, get(t, tmp.data(), 0));
+}
+
+TEST(Kernels, EveryDtypeAndOpMatchesScalarReference) {
+  std::mt19937_64 rng(42);
+  const size_t n = 1037;  // odd: exercises the vector loops' remainders
+  for (kf_dtype_t t : kDtypes) {
+    for (kf_op_t op : kOps) {
+      const std::vector<char> a = random_buffer(t, n, rng);
+      const std::vector<char> b = random_buffer(t, n, rng);
+      const size_t bytes = n * esize(t);
+
+      std::vector<char> out(a.size());
+      reduce_to(t, op, out.data(), a.data(), b.data(), n);
+      for (size_t i = 0; i < n; ++i) expect_element(t, op, a.data(), b.data(), out.data(), i, "to");
+
+      std::vector<char> io = a;  // out == a
+      reduce_into(t, op, io.data(), b.data(), n);
+      ASSERT_EQ(std::memcmp(io.data(), out.data(), bytes), 0) << dtype_name(t) << op_name(op);
+
+      io = b;  // out == b
+      reduce_to(t, op, io.data(), a.data(), io.data(), n);
+      ASSERT_EQ(std::memcmp(io.data(), out.data(), bytes), 0) << dtype_name(t) << op_name(op);
+
+      io = a;  // out == a == b
+      reduce_to(t, op, io.data(), io.data(), io.data(), n);
+      for (size_t i = 0; i < n; ++i) expect_element(t, op, a.data(), a.data(), io.data(), i, "self");
+    }
+  }
+}
+
+TEST(Kernels, ZeroCountTouchesNothing) {
+  int32_t x = 7;
+  reduce_to(KF_INT32, KF_SUM, &x, &x, &x, 0);
+  finish_average(KF_INT32, &x, 0, 3);
+  EXPECT_EQ(x, 7);
+}
+
+TEST(Kernels, IntegersWrapAround) {
+  int8_t a8[] = {127, -128, 100, -1};
+  const int8_t b8[] = {1, -1, 100, -128};
+  reduce_into(KF_INT8, KF_SUM, a8, b8, 4);
+  EXPECT_EQ(a8[0], -128);
+  EXPECT_EQ(a8[1], 127);
+  EXPECT_EQ(a8[2], -56);
+  EXPECT_EQ(a8[3], 127);
+
+  uint8_t u8[] = {200, 255};
+  const uint8_t v8[] = {2, 255};
+  reduce_into(KF_UINT8, KF_PROD, u8, v8, 2);
+  EXPECT_EQ(u8[0], 144);
+  EXPECT_EQ(u8[1], 1);
+
+  int32_t a32[] = {std::numeric_limits<int32_t>::max(), std::numeric_limits<int32_t>::min(),
+                   65536};
+  const int32_t b32[] = {1, -1, 65536};
+  int32_t s32[3];
+  reduce_to(KF_INT32, KF_SUM, s32, a32, b32, 3);
+  EXPECT_EQ(s32[0], std::numeric_limits<int32_t>::min());
+  EXPECT_EQ(s32[1], std::numeric_limits<int32_t>::max());
+  reduce_to(KF_INT32, KF_PROD, s32, a32, b32, 3);
+  EXPECT_EQ(s32[1], std::numeric_limits<int32_t>::min());  // INT_MIN * -1 wraps to itself
+  EXPECT_EQ(s32[2], 0);                                     // 2^32 wraps to 0
+
+  int64_t a64[] = {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()};
+  const int64_t b64[] = {-1, 2};
+  reduce_into(KF_INT64, KF_PROD, a64, b64, 2);
+  EXPECT_EQ(a64[0], std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(a64[1], -2);
+
+  uint64_t u64[] = {~uint64_t{0}};
+  const uint64_t one[] = {1};
+  reduce_into(KF_UINT64, KF_SUM, u64, one, 1);
+  EXPECT_EQ(u64[0], 0u);
+}
+
+TEST(Kernels, MinMaxPropagateNaN) {
+  const float nan = std::nanf("");
+  float a[] = {nan, 1.0f, nan};
+  const float b[] = {1.0f, nan, 2.0f};
+  float mn[3], mx[3];
+  reduce_to(KF_FLOAT32, KF_MIN, mn, a, b, 3);
+  reduce_to(KF_FLOAT32, KF_MAX, mx, a, b, 3);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(std::isnan(mn[i])) << i;
+    EXPECT_TRUE(std::isnan(mx[i])) << i;
+  }
+  const uint16_t hn[] = {0x7e00, 0x3c00};
+  uint16_t hb[] = {0x3c00, 0x7e00};
+  reduce_into(KF_FLOAT16, KF_MIN, hb, hn, 2);
+  EXPECT_TRUE(half_is_nan(hb[0]));
+  EXPECT_TRUE(half_is_nan(hb[1]));
+}
+
+TEST(Kernels, SixteenBitSumRoundsOnceToEven) {
+  // 2048 + 1 is not a half; the float32 sum is exact and rounds (tie) to even 2048.
+  uint16_t a[] = {float_to_half(2048.0f), float_to_half(2048.0f)};
+  const uint16_t b[] = {float_to_half(1.0f), float_to_half(3.0f)};
+  reduce_into(KF_FLOAT16, KF_SUM, a, b, 2);
+  EXPECT_EQ(half_to_float(a[0]), 2048.0f);
+  EXPECT_EQ(half_to_float(a[1]), 2052.0f);  // 2051 ties between 2050 and 2052: even mantissa
+  // Overflow to Inf.
+  uint16_t big[] = {0x7bff};
+  reduce_into(KF_FLOAT16, KF_SUM, big, big, 1);
+  EXPECT_EQ(big[0], 0x7c00);
+  // bfloat16: 256 + 1 ties to 256.
+  uint16_t c[] = {float_to_bf16(256.0f)};
+  const uint16_t d[] = {float_to_bf16(1.0f)};
+  reduce_into(KF_BFLOAT16, KF_SUM, c, d, 1);
+  EXPECT_EQ(bf16_to_float(c[0]), 256.0f);
+}
+
+TEST(Kernels, AverageTruncatesIntegersTowardZero) {
+  int8_t i8[] = {-7, 7, -128, 127};
+  finish_average(KF_INT8, i8, 4, 2);
+  EXPECT_EQ(i8[0], -3);
+  EXPECT_EQ(i8[1], 3);
+  EXPECT_EQ(i8[2], -64);
+  EXPECT_EQ(i8[3], 63);
+  int32_t i32[] = {-10, 10, -1};
+  finish_average(KF_INT32, i32, 3, 3);
+  EXPECT_EQ(i32[0], -3);
+  EXPECT_EQ(i32[1], 3);
+  EXPECT_EQ(i32[2], 0);
+  int64_t i64[] = {std::numeric_limits<int64_t>::min()};
+  finish_average(KF_INT64, i64, 1, 7);
+  EXPECT_EQ(i64[0], std::numeric_limits<int64_t>::min() / 7);
+  uint8_t u8[] = {255};
+  finish_average(KF_UINT8, u8, 1, 4);
+  EXPECT_EQ(u8[0], 63);
+  uint64_t u64[] = {~uint64_t{0}};
+  finish_average(KF_UINT64, u64, 1, 3);
+  EXPECT_EQ(u64[0], ~uint64_t{0} / 3);
+}
+
+TEST(Kernels, AverageOfFloats) {
+  float f[] = {3.0f, -1.0f};
+  finish_average(KF_FLOAT32, f, 2, 2);
+  EXPECT_EQ(f[0], 1.5f);
+  EXPECT_EQ(f[1], -0.5f);
+  double d[] = {1.0};
+  finish_average(KF_FLOAT64, d, 1, 3);
+  EXPECT_EQ(d[0], 1.0 / 3);
+  uint16_t h[] = {float_to_half(1.0f)};
+  finish_average(KF_FLOAT16, h, 1, 3);
+  EXPECT_EQ(h[0], float_to_half(1.0f / 3));
+  uint16_t b[] = {float_to_bf16(1.0f)};
+  finish_average(KF_BFLOAT16, b, 1, 3);
+  EXPECT_EQ(b[0], float_to_bf16(1.0f / 3));
+}
+
+}  // namespace
+}  // namespace test
+}  // namespace kf
