@@ -138,6 +138,7 @@ void Runner::run_case(const Case& c) {
   switch (c.coll) {
     case kAllReduce: {
       Buf send = input(c, Kind::kReduce, r, 0, cnt);
+      const Buf send_copy = send;  // to check that the call left it alone
       Buf exp(cnt * e);
       kft::fill_expected_reduce(exp.data(), cnt, c.dtype, c.op, n, 0, c.salt);
       if (c.inplace) {
@@ -149,7 +150,7 @@ void Runner::run_case(const Case& c) {
         st = kf_all_reduce(comm_, send.data(), recv.data(), cnt, c.dtype, c.op);
         if (st == KF_SUCCESS) {
           check(c, "recvbuf", recv.data(), exp.data(), cnt, c.op);
-          Buf orig = input(c, Kind::kReduce, r, 0, cnt);
+          const Buf& orig = send_copy;
           check(c, "sendbuf modified", send.data(), orig.data(), cnt, KF_SUM);
         }
         check_guards(c, "sendbuf", send);
@@ -185,6 +186,7 @@ void Runner::run_case(const Case& c) {
     }
     case kReduce: {
       Buf send = input(c, Kind::kReduce, r, 0, cnt);
+      const Buf send_copy = send;  // to check that the call left it alone
       if (is_root) {
         Buf exp(cnt * e);
         kft::fill_expected_reduce(exp.data(), cnt, c.dtype, c.op, n, 0, c.salt);
@@ -202,7 +204,7 @@ void Runner::run_case(const Case& c) {
         st = kf_reduce(comm_, send.data(), nullptr, cnt, c.dtype, c.op, c.root);
       }
       if (st == KF_SUCCESS && !(is_root && c.inplace)) {
-        Buf orig = input(c, Kind::kReduce, r, 0, cnt);
+        const Buf& orig = send_copy;
         check(c, "sendbuf modified", send.data(), orig.data(), cnt, KF_SUM);
       }
       check_guards(c, "sendbuf", send);
@@ -229,6 +231,7 @@ void Runner::run_case(const Case& c) {
     }
     case kReduceScatter: {
       Buf send = input(c, Kind::kReduce, r, 0, n * cnt);
+      const Buf send_copy = send;  // to check that the call left it alone
       Buf exp(cnt * e);
       kft::fill_expected_reduce(exp.data(), cnt, c.dtype, c.op, n, r * cnt, c.salt);
       if (c.inplace) {
@@ -239,7 +242,7 @@ void Runner::run_case(const Case& c) {
         st = kf_reduce_scatter(comm_, send.data(), recv.data(), cnt, c.dtype, c.op);
         if (st == KF_SUCCESS) {
           check(c, "recvbuf", recv.data(), exp.data(), cnt, c.op);
-          Buf orig = input(c, Kind::kReduce, r, 0, n * cnt);
+          const Buf& orig = send_copy;
           check(c, "sendbuf modified", send.data(), orig.data(), n * cnt, KF_SUM);
         }
         check_guards(c, "recvbuf", recv);
@@ -251,6 +254,7 @@ void Runner::run_case(const Case& c) {
       // Block j of rank s's sendbuf is input(s, j*cnt ..); rank r receives
       // input(j, r*cnt ..) from every rank j into block j.
       Buf send = input(c, Kind::kMove, r, 0, n * cnt);
+      const Buf send_copy = send;  // to check that the call left it alone
       Buf exp(n * cnt * e);
       for (int j = 0; j < n; ++j)
         kft::fill_input(exp.data() + j * cnt * e, cnt, c.dtype, Kind::kMove, c.op, j, r * cnt,
@@ -263,7 +267,7 @@ void Runner::run_case(const Case& c) {
         st = kf_all_to_all(comm_, send.data(), recv.data(), cnt, c.dtype);
         if (st == KF_SUCCESS) {
           check(c, "recvbuf", recv.data(), exp.data(), n * cnt, KF_SUM);
-          Buf orig = input(c, Kind::kMove, r, 0, n * cnt);
+          const Buf& orig = send_copy;
           check(c, "sendbuf modified", send.data(), orig.data(), n * cnt, KF_SUM);
         }
         check_guards(c, "recvbuf", recv);
@@ -291,9 +295,10 @@ void Runner::run_case(const Case& c) {
         check_guards(c, "recvbuf", recv);
       } else {
         Buf send = input(c, Kind::kMove, r, 0, cnt);
+        const Buf send_copy = send;  // to check that the call left it alone
         st = kf_gather(comm_, send.data(), nullptr, cnt, c.dtype, c.root);
         if (st == KF_SUCCESS) {
-          Buf orig = input(c, Kind::kMove, r, 0, cnt);
+          const Buf& orig = send_copy;
           check(c, "sendbuf modified", send.data(), orig.data(), cnt, KF_SUM);
         }
         check_guards(c, "sendbuf", send);
@@ -305,10 +310,11 @@ void Runner::run_case(const Case& c) {
       Buf exp = input(c, Kind::kMove, c.root, r * cnt, cnt);
       if (is_root) {
         Buf send = input(c, Kind::kMove, r, 0, n * cnt);
+        const Buf send_copy = send;  // to check that the call left it alone
         if (c.inplace) {
           st = kf_scatter(comm_, send.data(), send.data() + r * cnt * e, cnt, c.dtype, c.root);
           if (st == KF_SUCCESS) {
-            Buf orig = input(c, Kind::kMove, r, 0, n * cnt);
+            const Buf& orig = send_copy;
             check(c, "buf (root)", send.data(), orig.data(), n * cnt, KF_SUM);
           }
         } else {
@@ -316,7 +322,7 @@ void Runner::run_case(const Case& c) {
           st = kf_scatter(comm_, send.data(), recv.data(), cnt, c.dtype, c.root);
           if (st == KF_SUCCESS) {
             check(c, "recvbuf (root)", recv.data(), exp.data(), cnt, KF_SUM);
-            Buf orig = input(c, Kind::kMove, r, 0, n * cnt);
+            const Buf& orig = send_copy;
             check(c, "sendbuf modified", send.data(), orig.data(), n * cnt, KF_SUM);
           }
           check_guards(c, "recvbuf", recv);
@@ -338,6 +344,7 @@ void Runner::run_case(const Case& c) {
       // ranks receive first, so a rendezvous send cannot deadlock.
       const int next = (r + 1) % n, prev = (r + n - 1) % n;
       Buf send = input(c, Kind::kMove, r, 0, cnt);
+      const Buf send_copy = send;  // to check that the call left it alone
       Buf recv(cnt * e);
       Buf exp = input(c, Kind::kMove, prev, 0, cnt);
       if (r % 2 == 0) {
@@ -347,7 +354,10 @@ void Runner::run_case(const Case& c) {
         st = kf_recv(comm_, recv.data(), cnt, c.dtype, prev);
         if (st == KF_SUCCESS) st = kf_send(comm_, send.data(), cnt, c.dtype, next);
       }
-      if (st == KF_SUCCESS) check(c, "recvbuf", recv.data(), exp.data(), cnt, KF_SUM);
+      if (st == KF_SUCCESS) {
+        check(c, "recvbuf", recv.data(), exp.data(), cnt, KF_SUM);
+        check(c, "sendbuf modified", send.data(), send_copy.data(), cnt, KF_SUM);
+      }
       check_guards(c, "sendbuf", send);
       check_guards(c, "recvbuf", recv);
       break;
