@@ -88,13 +88,13 @@ std::shared_ptr<ThreadWorld::Message> ThreadWorld::post(int src, int dst, Tag ta
     }
     m->done = true;
   }
-  cv_.notify_all();
+  m->cv.notify_all();
   return m;
 }
 
 Status ThreadWorld::wait(Message& m) {
   std::unique_lock<std::mutex> lock(mu_);
-  if (!cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms_), [&] { return m.done; })) {
+  if (!m.cv.wait_for(lock, std::chrono::milliseconds(timeout_ms_), [&] { return m.done; })) {
     return timeout_error("thread peers: transfer did not complete (deadlock?)");
   }
   return m.status;
@@ -126,9 +126,9 @@ void ThreadWorld::cancel(int rank) {
       // The other side, if it already posted, fails now instead of timing out.
       m->done = true;
       m->status = aborted_error("peer cancelled the operation");
+      m->cv.notify_all();
     }
   }
-  cv_.notify_all();
 }
 
 std::vector<std::string> ThreadWorld::problems() {

@@ -52,7 +52,6 @@ class ThreadWorld {
   const int size_;
   const int timeout_ms_;
   std::mutex mu_;
-  std::condition_variable cv_;
   std::map<Key, std::shared_ptr<Message>> box_;
   std::set<std::pair<Key, bool>> used_;  // (key, is_send) already matched
   std::vector<std::string> problems_;
@@ -67,6 +66,7 @@ struct ThreadWorld::Message {
   size_t rlen = 0;
   bool done = false;
   bool cancelled = false;
+  std::condition_variable cv;  // waited on with the world's mutex
   Status status;
 };
 
