@@ -21,54 +21,45 @@ inline float bits_float(uint32_t u) {
   return f;
 }
 
+// Both half conversions are branch-free (every case is computed and one is
+// selected), so that the reduction loops that call them vectorize; the
+// tricks are F. Giesen's (public domain "half.h" gist).
+
 // IEEE 754 binary16 -> float32. Exact: every half value is a float value.
 inline float half_to_float(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1fu;
-  const uint32_t mant = h & 0x3ffu;
-  if (exp == 0) {
-    // Zero or subnormal: mant * 2^-24, exact in float because mant < 2^10.
-    const float mag = static_cast<float>(mant) * 5.9604644775390625e-8f;
-    return bits_float(float_bits(mag) | sign);
-  }
-  if (exp == 0x1f) return bits_float(sign | 0x7f800000u | (mant << 13));  // Inf, NaN
-  return bits_float(sign | ((exp + 112u) << 23) | (mant << 13));
+  const uint32_t shifted = static_cast<uint32_t>(h & 0x7fffu) << 13;  // exponent + mantissa
+  const uint32_t exp = shifted & 0x0f800000u;
+  // Rebias the exponent (15 -> 127); Inf and NaN need the maximum exponent.
+  const uint32_t normal = shifted + 0x38000000u;
+  const uint32_t special = normal + 0x38000000u;
+  // Subnormal or zero: build 2^-14 * (1 + m/1024) and subtract 2^-14, which
+  // leaves m * 2^-24 exactly.
+  const float sub = bits_float(normal + 0x00800000u) - bits_float(0x38800000u);
+  const uint32_t mag = exp == 0 ? float_bits(sub) : exp == 0x0f800000u ? special : normal;
+  return bits_float(mag | sign);
 }
 
-// float32 -> IEEE 754 binary16, round to nearest even.
+// float32 -> IEEE 754 binary16, round to nearest even. NaN becomes the quiet
+// NaN 0x7e00 (with its sign); overflow becomes Inf.
 inline uint16_t float_to_half(float f) {
   const uint32_t x = float_bits(f);
-  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t a = x & 0x7fffffffu;
-  if (a >= 0x7f800000u) {
-    // Inf stays Inf; a NaN keeps the top of its payload and is made quiet so
-    // that truncating the payload can never turn it into an Inf.
-    if (a == 0x7f800000u) return static_cast<uint16_t>(sign | 0x7c00u);
-    return static_cast<uint16_t>(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
-  }
-  // 65520 is halfway between the largest half (65504) and 2^16; the tie goes
-  // to the even neighbour, which is 2^16, i.e. Inf.
-  if (a >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);
-  if (a < 0x38800000u) {
-    // Below the smallest normal half (2^-14): the result is subnormal or zero.
-    // value = m * 2^(e-150) with the implicit bit in m; the half subnormal unit
-    // is 2^-24, so the half mantissa is m >> (126 - e), rounded.
-    const uint32_t e = a >> 23;
-    const uint32_t shift = 126u - e;  // >= 14
-    if (shift > 24) return sign;      // less than half of the smallest subnormal
-    const uint32_t m = (a & 0x7fffffu) | 0x800000u;
-    uint32_t r = m >> shift;
-    const uint32_t rem = m & ((1u << shift) - 1u);
-    const uint32_t halfway = 1u << (shift - 1u);
-    if (rem > halfway || (rem == halfway && (r & 1u))) ++r;  // may carry into the normal range
-    return static_cast<uint16_t>(sign | r);
-  }
-  // Normal: rebias the exponent (127 -> 15) and drop 13 mantissa bits. A carry
-  // out of the mantissa correctly bumps the exponent.
-  uint32_t h = (a >> 13) - (112u << 10);
-  const uint32_t rem = a & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;
-  return static_cast<uint16_t>(sign | h);
+  // |f| >= 2^16 (or Inf/NaN): no half is nearer than Inf.
+  const uint32_t big = a > 0x7f800000u ? 0x7e00u : 0x7c00u;
+  // Below 2^-14 the result is subnormal or zero: adding 0.5 puts the half
+  // mantissa in the low float bits, and the float addition does the round to
+  // nearest even (under the default rounding mode; an input flushed to zero
+  // by DAZ would round to zero anyway).
+  const uint32_t small = float_bits(bits_float(a) + 0.5f) - 0x3f000000u;
+  // Normal: rebias 127 -> 15, add the rounding bias (half an ulp minus one,
+  // plus one if the kept mantissa is odd: ties to even) and drop 13 bits. A
+  // carry correctly bumps the exponent, up to Inf.
+  const uint32_t odd = (a >> 13) & 1u;
+  const uint32_t normal = (a - 0x38000000u + 0xfffu + odd) >> 13;
+  const uint32_t mag = a >= 0x47800000u ? big : a < 0x38800000u ? small : normal;
+  return static_cast<uint16_t>(mag | sign);
 }
 
 // bfloat16 -> float32: bfloat16 is the top half of a float32.

@@ -394,6 +394,59 @@ TEST_P(AlgoTest, Barrier) {
   }
 }
 
+// Larger buffers with the default options (kAuto picks the ring) and with
+// small chunks (deep pipelines, far more chunks than the receive window).
+TEST_P(AlgoTest, LargeMessagesUseThePipeline) {
+  const int n = this->n();
+  for (size_t chunk_bytes : {size_t{1} << 20, size_t{4096} + 4}) {
+    Case c;
+    c.t = KF_FLOAT32;
+    c.op = KF_SUM;
+    c.shape = Shape{100003, chunk_bytes};
+    c.variant = Variant{Algorithm::kAuto, AlgoOptions{}.ring_threshold_bytes, "auto-default"};
+    for (int inplace = 0; inplace < 2; ++inplace) {
+      c.inplace = inplace != 0;
+      const size_t count = c.shape.count;
+      std::vector<Bytes> in(n), out(n);
+      for (int r = 0; r < n; ++r) {
+        in[r] = make_input(c, r, count);
+        out[r].assign(in[r].size(), 0);
+      }
+      ASSERT_TRUE(run_world(c, n, [&](Peers& p) {
+        const int r = p.rank();
+        void* recv = c.inplace ? in[r].data() : out[r].data();
+        return all_reduce(p, c.options(), in[r].data(), recv, count, c.t, c.op);
+      }));
+      for (int r = 0; r < n; ++r) {
+        ASSERT_TRUE(check(c, n, r, "recv", (c.inplace ? in[r] : out[r]).data(), count,
+                          [&](size_t i) { return expected_reduce(c, n, i); }));
+      }
+      // The same data through reduce (ring reduce-scatter + gather) to the last rank.
+      for (int r = 0; r < n; ++r) in[r] = make_input(c, r, count);
+      c.root = n - 1;
+      Bytes res(in[0].size(), 0);
+      ASSERT_TRUE(run_world(c, n, [&](Peers& p) {
+        const int r = p.rank();
+        return reduce(p, c.options(), in[r].data(), r == c.root ? res.data() : nullptr, count,
+                      c.t, c.op, c.root);
+      }));
+      ASSERT_TRUE(check(c, n, c.root, "recv", res.data(), count,
+                        [&](size_t i) { return expected_reduce(c, n, i); }));
+      // And broadcast (pipelined chain) of the root's input.
+      std::vector<Bytes> bc(n, Bytes(in[0].size(), 0));
+      ASSERT_TRUE(run_world(c, n, [&](Peers& p) {
+        const int r = p.rank();
+        return broadcast(p, c.options(), r == c.root ? in[r].data() : nullptr, bc[r].data(),
+                         count, c.t, c.root);
+      }));
+      for (int r = 0; r < n; ++r) {
+        ASSERT_TRUE(check(c, n, r, "recv", bc[r].data(), count,
+                          [&](size_t i) { return input_value(c.t, c.op, c.root, i); }));
+      }
+    }
+  }
+}
+
 // Errors from wait() must come back promptly, not hang or crash: rank 0 sees
 // a failure on its second wait and the others time out on the missing data.
 class FailingPeers final : public Peers {
