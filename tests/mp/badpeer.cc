@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -124,6 +125,7 @@ struct Attack {
   std::set<Endpoint> targets;
   std::atomic<bool> done{false};
   int connections = 0;
+  std::map<Endpoint, int> per_endpoint;  // connections made (refused ones not counted)
 };
 
 void* attack_main(void* arg) {
@@ -138,6 +140,7 @@ void* attack_main(void* arg) {
         send_all(fd, "K", 1);
         silent.push_back(fd);
         ++a->connections;
+        ++a->per_endpoint[ep];
       }
       // 2. Random garbage.
       if ((fd = connect_to(ep)) >= 0) {
@@ -146,12 +149,14 @@ void* attack_main(void* arg) {
         send_all(fd, junk, sizeof junk);
         close(fd);
         ++a->connections;
+        ++a->per_endpoint[ep];
       }
       // 3. A truncated header: a few bytes, then EOF.
       if ((fd = connect_to(ep)) >= 0) {
         send_all(fd, "KFv1\x01\x00\x00", 7);
         close(fd);
         ++a->connections;
+        ++a->per_endpoint[ep];
       }
       // 4. Header-sized records whose every length-like field is huge.
       if ((fd = connect_to(ep)) >= 0) {
@@ -163,11 +168,25 @@ void* attack_main(void* arg) {
         send_all(fd, words, sizeof words);
         close(fd);
         ++a->connections;
+        ++a->per_endpoint[ep];
+      }
+      // 4b. A header in the shape of a data frame ("KFF1", version 1, type
+      // data) announcing 2^62 payload bytes, sent before any handshake.
+      if ((fd = connect_to(ep)) >= 0) {
+        unsigned char frame[48] = {'K', 'F', 'F', '1', 1, 0, 1, 0};
+        const uint64_t huge = 1ull << 62;
+        std::memcpy(frame + 40, &huge, sizeof huge);
+        send_all(fd, frame, sizeof frame);
+        send_all(fd, frame, 20);  // and a truncated second one
+        close(fd);
+        ++a->connections;
+        ++a->per_endpoint[ep];
       }
       // 5. Connect and close at once.
       if ((fd = connect_to(ep)) >= 0) {
         close(fd);
         ++a->connections;
+        ++a->per_endpoint[ep];
       }
     }
     usleep(300 * 1000);
@@ -287,6 +306,14 @@ int main() {
     std::printf("FAIL rank %d: kf_comm_destroy: %s\n", rank, kf_status_string(st));
     ++failed;
   }
+  std::string detail;
+  for (const Endpoint& ep : attack.targets) {
+    const auto it = attack.per_endpoint.find(ep);
+    detail += " " + ep.host + ":" + std::to_string(ep.port) + "=" +
+              std::to_string(it == attack.per_endpoint.end() ? 0 : it->second);
+  }
+  std::printf("rank %d: hostile connections made per endpoint:%s (0 = port closed by then)\n", rank,
+              detail.c_str());
   std::printf("%s badpeer rank %d: %d iterations, %d hostile connections to %zu endpoints\n",
               failed ? "FAIL" : "PASS", rank, iter + 1, attack.connections, attack.targets.size());
   return failed ? 1 : 0;
