@@ -7,7 +7,7 @@
 // Also checks that out-of-place inputs are not modified and that nothing is
 // written outside the documented buffers (guard zones).
 //
-// usage: conformance [--coll NAME] [--dtype NAME] [--op NAME] [--no-big] [--verbose]
+// usage: conformance [--coll NAME] [--dtype NAME] [--op NAME] [--no-big] [--verbose] [--np N]
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -60,6 +60,7 @@ struct Filter {
   int coll = -1, dtype = -1, op = -1;
   bool big = true;
   bool verbose = false;
+  int expect_np = 0;  // --np N: fail unless the communicator has N ranks
 };
 
 class Runner {
@@ -72,6 +73,7 @@ class Runner {
 
  private:
   void run_case(const Case& c);
+  void run_null_zero(Coll coll, uint32_t salt);
   // Fills count elements of this rank's (or `rank`'s) input.
   Buf input(const Case& c, Kind kind, int rank, uint64_t first, uint64_t count) const {
     Buf b(count * es(c));
@@ -378,6 +380,59 @@ void Runner::run_case(const Case& c) {
     ++passed_;
 }
 
+// kungfu.h: "A count of 0 is valid and returns at once after argument
+// checks", and NULL buffers are an error only with count > 0.
+void Runner::run_null_zero(Coll coll, uint32_t salt) {
+  const Case c{coll, KF_FLOAT32, KF_SUM, 0, n_ - 1, false, salt};
+  case_failed_ = false;
+  kf_status_t st = KF_SUCCESS;
+  const int root = n_ - 1, next = (rank_ + 1) % n_, prev = (rank_ + n_ - 1) % n_;
+  switch (coll) {
+    case kAllReduce:
+      st = kf_all_reduce(comm_, nullptr, nullptr, 0, c.dtype, c.op);
+      break;
+    case kBroadcast:
+      st = kf_broadcast(comm_, nullptr, nullptr, 0, c.dtype, root);
+      break;
+    case kReduce:
+      st = kf_reduce(comm_, nullptr, nullptr, 0, c.dtype, c.op, root);
+      break;
+    case kAllGather:
+      st = kf_all_gather(comm_, nullptr, nullptr, 0, c.dtype);
+      break;
+    case kReduceScatter:
+      st = kf_reduce_scatter(comm_, nullptr, nullptr, 0, c.dtype, c.op);
+      break;
+    case kAllToAll:
+      st = kf_all_to_all(comm_, nullptr, nullptr, 0, c.dtype);
+      break;
+    case kGather:
+      st = kf_gather(comm_, nullptr, nullptr, 0, c.dtype, root);
+      break;
+    case kScatter:
+      st = kf_scatter(comm_, nullptr, nullptr, 0, c.dtype, root);
+      break;
+    case kSendRecv:
+      if (rank_ % 2 == 0) {
+        st = kf_send(comm_, nullptr, 0, c.dtype, next);
+        if (st == KF_SUCCESS) st = kf_recv(comm_, nullptr, 0, c.dtype, prev);
+      } else {
+        st = kf_recv(comm_, nullptr, 0, c.dtype, prev);
+        if (st == KF_SUCCESS) st = kf_send(comm_, nullptr, 0, c.dtype, next);
+      }
+      break;
+    default:
+      return;
+  }
+  if (st != KF_SUCCESS)
+    fail(c, std::string("count 0 with NULL buffers returned ") + kf_status_string(st) + ": " +
+                kf_comm_last_error(comm_));
+  if (case_failed_)
+    ++failed_;
+  else
+    ++passed_;
+}
+
 void Runner::run(const Filter& f) {
   uint32_t salt = 0;
   for (int ci = 0; ci < kCollCount && !broken_; ++ci) {
@@ -388,6 +443,8 @@ void Runner::run(const Filter& f) {
     if (coll == kBarrier) {
       for (int i = 0; i < 10 && !broken_; ++i)
         run_case(Case{coll, KF_UINT8, KF_SUM, 0, 0, false, ++salt});
+    } else if (f.dtype < 0 && f.op < 0) {
+      run_null_zero(coll, ++salt);
     }
     for (int ti = 0; ti < KF_DTYPE_COUNT && !broken_ && coll != kBarrier; ++ti) {
       const kf_dtype_t t = static_cast<kf_dtype_t>(ti);
@@ -426,6 +483,10 @@ bool parse_filter(int argc, char** argv, Filter* f) {
     const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
     if (a == "--no-big") {
       f->big = false;
+    } else if (a == "--np" && v) {
+      f->expect_np = std::atoi(v);
+      if (f->expect_np < 1) return false;
+      ++i;
     } else if (a == "--verbose") {
       f->verbose = true;
     } else if (a == "--coll" && v) {
@@ -456,14 +517,22 @@ bool parse_filter(int argc, char** argv, Filter* f) {
 int main(int argc, char** argv) {
   Filter f;
   if (!parse_filter(argc, argv, &f)) {
-    std::fprintf(stderr,
-                 "usage: %s [--coll NAME] [--dtype NAME] [--op NAME] [--no-big] [--verbose]\n",
-                 argv[0]);
+    std::fprintf(
+        stderr,
+        "usage: %s [--coll NAME] [--dtype NAME] [--op NAME] [--no-big] [--verbose] [--np N]\n",
+        argv[0]);
     return 2;
   }
   setvbuf(stdout, nullptr, _IOLBF, 0);
   int rank = 0, n = 1;
   kf_comm_t comm = kfmp::init_or_die("conformance", &rank, &n);
+  if (f.expect_np && n != f.expect_np) {
+    // Guards against a launcher environment that is not recognised, where
+    // every process would silently run alone as rank 0 of 1.
+    std::printf("FAIL rank %d: communicator has %d ranks, expected %d\n", rank, n, f.expect_np);
+    kf_comm_destroy(comm);
+    return 1;
+  }
   const char* algo = std::getenv("KF_ALGO");
   Runner runner(comm, rank, n);
   runner.run(f);
