@@ -36,8 +36,8 @@ Status all_to_all(Peers& p, const AlgoOptions& o, const void* send, void* recv, 
     const int to = mod(r + s, n);
     const int from = mod(r - s, n);
     std::vector<TransferHandle> ts;
-    post_chunked_recv(p, from, s, byte_ptr(recv, static_cast<size_t>(from) * block, es), block,
-                      es, chunk, ts);
+    post_chunked_recv(p, from, s, byte_ptr(recv, static_cast<size_t>(from) * block, es), block, es,
+                      chunk, ts);
     post_chunked_send(p, to, s, at(src, to), block, es, chunk, ts);
     KF_RETURN_IF_ERROR(wait_all(p, ts));
   }

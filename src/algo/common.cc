@@ -88,8 +88,8 @@ Status wait_all(Peers& p, std::vector<TransferHandle>& ts) {
   return Status::ok();
 }
 
-void post_chunked_send(Peers& p, int peer, int step, const void* buf, size_t count,
-                       size_t esize, size_t chunk, std::vector<TransferHandle>& out) {
+void post_chunked_send(Peers& p, int peer, int step, const void* buf, size_t count, size_t esize,
+                       size_t chunk, std::vector<TransferHandle>& out) {
   for (size_t k = 0, off = 0; off < count; ++k, off += chunk) {
     const size_t n = std::min(chunk, count - off);
     out.push_back(p.isend(peer, make_tag(k, step), byte_ptr(buf, off, esize), n * esize));

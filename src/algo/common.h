@@ -56,7 +56,9 @@ inline char* byte_ptr(void* p, size_t elem, size_t esize) {
   return static_cast<char*>(p) + elem * esize;
 }
 
-inline int mod(int a, int n) { return ((a % n) + n) % n; }
+inline int mod(int a, int n) {
+  return ((a % n) + n) % n;
+}
 
 // A tag's step is 32-bit; our step numbers are small ints.
 inline Tag make_tag(size_t chunk, int step) {
@@ -70,8 +72,8 @@ Status wait_all(Peers& p, std::vector<TransferHandle>& ts);
 // Posts one message per chunk of [0, count) elements of `buf` (sends or
 // receives), with Tag{chunk index, step}. Zero-length chunks are skipped on
 // both sides because both compute the same split.
-void post_chunked_send(Peers& p, int peer, int step, const void* buf, size_t count,
-                       size_t esize, size_t chunk, std::vector<TransferHandle>& out);
+void post_chunked_send(Peers& p, int peer, int step, const void* buf, size_t count, size_t esize,
+                       size_t chunk, std::vector<TransferHandle>& out);
 void post_chunked_recv(Peers& p, int peer, int step, void* buf, size_t count, size_t esize,
                        size_t chunk, std::vector<TransferHandle>& out);
 

@@ -63,7 +63,9 @@ inline uint16_t float_to_half(float f) {
 }
 
 // bfloat16 -> float32: bfloat16 is the top half of a float32.
-inline float bf16_to_float(uint16_t b) { return bits_float(static_cast<uint32_t>(b) << 16); }
+inline float bf16_to_float(uint16_t b) {
+  return bits_float(static_cast<uint32_t>(b) << 16);
+}
 
 // float32 -> bfloat16, round to nearest even. Overflow rounds to Inf, which
 // is the correct IEEE result; NaN is kept quiet.

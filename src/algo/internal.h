@@ -12,8 +12,8 @@
 namespace kf {
 
 // ring.cc / ring_reduce.cc: bandwidth-optimal, pipelined in o.chunk_bytes.
-Status ring_all_reduce(Peers& p, const AlgoOptions& o, const void* send, void* recv,
-                       size_t count, kf_dtype_t dtype, kf_op_t op);
+Status ring_all_reduce(Peers& p, const AlgoOptions& o, const void* send, void* recv, size_t count,
+                       kf_dtype_t dtype, kf_op_t op);
 // Ring reduce-scatter followed by a direct gather of the segments to root.
 Status ring_reduce(Peers& p, const AlgoOptions& o, const void* send, void* recv, size_t count,
                    kf_dtype_t dtype, kf_op_t op, int root);
@@ -24,11 +24,11 @@ Status rd_all_reduce(Peers& p, const AlgoOptions& o, const void* send, void* rec
                      kf_dtype_t dtype, kf_op_t op);
 
 // tree.cc: binomial trees (log2 depth) and a pipelined chain for large data.
-Status binomial_broadcast(Peers& p, const AlgoOptions& o, void* buf, size_t count,
-                          kf_dtype_t dtype, int root);
-Status chain_broadcast(Peers& p, const AlgoOptions& o, void* buf, size_t count,
-                       kf_dtype_t dtype, int root);
-Status binomial_reduce(Peers& p, const AlgoOptions& o, const void* send, void* recv,
-                       size_t count, kf_dtype_t dtype, kf_op_t op, int root);
+Status binomial_broadcast(Peers& p, const AlgoOptions& o, void* buf, size_t count, kf_dtype_t dtype,
+                          int root);
+Status chain_broadcast(Peers& p, const AlgoOptions& o, void* buf, size_t count, kf_dtype_t dtype,
+                       int root);
+Status binomial_reduce(Peers& p, const AlgoOptions& o, const void* send, void* recv, size_t count,
+                       kf_dtype_t dtype, kf_op_t op, int root);
 
 }  // namespace kf

@@ -67,8 +67,7 @@ T wrap_mul(T a, T b) {
     // Types narrower than int promote to int; their product still fits an int
     // (255 * 255), so only int-sized and wider types need the unsigned trick,
     // and for those unsigned arithmetic does not promote.
-    using U = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned,
-                                 std::make_unsigned_t<T>>;
+    using U = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
     return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
   } else {
     return a * b;
@@ -97,19 +96,27 @@ T nan_max(T a, T b) {
 
 struct OpSum {
   template <class T>
-  static T apply(T a, T b) { return wrap_add(a, b); }
+  static T apply(T a, T b) {
+    return wrap_add(a, b);
+  }
 };
 struct OpProd {
   template <class T>
-  static T apply(T a, T b) { return wrap_mul(a, b); }
+  static T apply(T a, T b) {
+    return wrap_mul(a, b);
+  }
 };
 struct OpMin {
   template <class T>
-  static T apply(T a, T b) { return nan_min(a, b); }
+  static T apply(T a, T b) {
+    return nan_min(a, b);
+  }
 };
 struct OpMax {
   template <class T>
-  static T apply(T a, T b) { return nan_max(a, b); }
+  static T apply(T a, T b) {
+    return nan_max(a, b);
+  }
 };
 
 // out[i] = a[i] op b[i] with three distinct buffers.
@@ -123,8 +130,7 @@ void loop3(typename E::Storage* __restrict out, const typename E::Storage* __res
 // for min/max of signed zeros and NaN payloads, but it keeps the documented
 // operand order exact.
 template <class E, class Op, bool kReversed>
-void loop2(typename E::Storage* __restrict io, const typename E::Storage* __restrict in,
-           size_t n) {
+void loop2(typename E::Storage* __restrict io, const typename E::Storage* __restrict in, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     const auto x = E::load(io[i]);
     const auto y = E::load(in[i]);
@@ -203,17 +209,28 @@ void reduce_to(kf_dtype_t dtype, kf_op_t op, void* out, const void* a, const voi
                size_t count) {
   if (count == 0) return;
   switch (dtype) {
-    case KF_INT8: return combine_op<Native<int8_t>>(op, out, a, b, count);
-    case KF_UINT8: return combine_op<Native<uint8_t>>(op, out, a, b, count);
-    case KF_INT32: return combine_op<Native<int32_t>>(op, out, a, b, count);
-    case KF_UINT32: return combine_op<Native<uint32_t>>(op, out, a, b, count);
-    case KF_INT64: return combine_op<Native<int64_t>>(op, out, a, b, count);
-    case KF_UINT64: return combine_op<Native<uint64_t>>(op, out, a, b, count);
-    case KF_FLOAT16: return combine_op<Half>(op, out, a, b, count);
-    case KF_BFLOAT16: return combine_op<BFloat>(op, out, a, b, count);
-    case KF_FLOAT32: return combine_op<Native<float>>(op, out, a, b, count);
-    case KF_FLOAT64: return combine_op<Native<double>>(op, out, a, b, count);
-    case KF_DTYPE_COUNT: return;
+    case KF_INT8:
+      return combine_op<Native<int8_t>>(op, out, a, b, count);
+    case KF_UINT8:
+      return combine_op<Native<uint8_t>>(op, out, a, b, count);
+    case KF_INT32:
+      return combine_op<Native<int32_t>>(op, out, a, b, count);
+    case KF_UINT32:
+      return combine_op<Native<uint32_t>>(op, out, a, b, count);
+    case KF_INT64:
+      return combine_op<Native<int64_t>>(op, out, a, b, count);
+    case KF_UINT64:
+      return combine_op<Native<uint64_t>>(op, out, a, b, count);
+    case KF_FLOAT16:
+      return combine_op<Half>(op, out, a, b, count);
+    case KF_BFLOAT16:
+      return combine_op<BFloat>(op, out, a, b, count);
+    case KF_FLOAT32:
+      return combine_op<Native<float>>(op, out, a, b, count);
+    case KF_FLOAT64:
+      return combine_op<Native<double>>(op, out, a, b, count);
+    case KF_DTYPE_COUNT:
+      return;
   }
 }
 
@@ -224,17 +241,28 @@ void reduce_into(kf_dtype_t dtype, kf_op_t op, void* inout, const void* in, size
 void finish_average(kf_dtype_t dtype, void* buf, size_t count, int nranks) {
   if (count == 0 || nranks <= 1) return;
   switch (dtype) {
-    case KF_INT8: return divide<Native<int8_t>>(buf, count, nranks);
-    case KF_UINT8: return divide<Native<uint8_t>>(buf, count, nranks);
-    case KF_INT32: return divide<Native<int32_t>>(buf, count, nranks);
-    case KF_UINT32: return divide<Native<uint32_t>>(buf, count, nranks);
-    case KF_INT64: return divide<Native<int64_t>>(buf, count, nranks);
-    case KF_UINT64: return divide<Native<uint64_t>>(buf, count, nranks);
-    case KF_FLOAT16: return divide<Half>(buf, count, nranks);
-    case KF_BFLOAT16: return divide<BFloat>(buf, count, nranks);
-    case KF_FLOAT32: return divide<Native<float>>(buf, count, nranks);
-    case KF_FLOAT64: return divide<Native<double>>(buf, count, nranks);
-    case KF_DTYPE_COUNT: return;
+    case KF_INT8:
+      return divide<Native<int8_t>>(buf, count, nranks);
+    case KF_UINT8:
+      return divide<Native<uint8_t>>(buf, count, nranks);
+    case KF_INT32:
+      return divide<Native<int32_t>>(buf, count, nranks);
+    case KF_UINT32:
+      return divide<Native<uint32_t>>(buf, count, nranks);
+    case KF_INT64:
+      return divide<Native<int64_t>>(buf, count, nranks);
+    case KF_UINT64:
+      return divide<Native<uint64_t>>(buf, count, nranks);
+    case KF_FLOAT16:
+      return divide<Half>(buf, count, nranks);
+    case KF_BFLOAT16:
+      return divide<BFloat>(buf, count, nranks);
+    case KF_FLOAT32:
+      return divide<Native<float>>(buf, count, nranks);
+    case KF_FLOAT64:
+      return divide<Native<double>>(buf, count, nranks);
+    case KF_DTYPE_COUNT:
+      return;
   }
 }
 

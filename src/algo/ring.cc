@@ -106,8 +106,8 @@ Status ring_all_gather_core(Peers& p, const Layout& l, size_t es, void* buf, int
     if (i >= items) return;
     const Range c = item_range(i);
     if (c.len == 0) return;
-    recvs[i] = p.irecv(left, make_tag(i % K, step_base + item_step(i)),
-                       byte_ptr(buf, c.begin, es), c.len * es);
+    recvs[i] = p.irecv(left, make_tag(i % K, step_base + item_step(i)), byte_ptr(buf, c.begin, es),
+                       c.len * es);
   };
   for (size_t i = 0; i < kGatherWindow; ++i) post(i);
 
@@ -139,8 +139,8 @@ Status ring_all_gather_core(Peers& p, const Layout& l, size_t es, void* buf, int
 
 // ---------------------------------------------------------------------------
 
-Status ring_all_reduce(Peers& p, const AlgoOptions& o, const void* send, void* recv,
-                       size_t count, kf_dtype_t dtype, kf_op_t op) {
+Status ring_all_reduce(Peers& p, const AlgoOptions& o, const void* send, void* recv, size_t count,
+                       kf_dtype_t dtype, kf_op_t op) {
   const int n = p.size();
   const int r = p.rank();
   const size_t es = dtype_bytes(dtype);

@@ -46,7 +46,7 @@ Status ring_reduce_scatter_core(Peers& p, const RingReduceScatterArgs& a);
 // block; afterwards every segment holds its owner's block. Uses tag steps
 // step_base .. step_base+size-2. When own_sent is true the caller has
 // already posted the sends of step 0 (its own segment) with those tags.
-Status ring_all_gather_core(Peers& p, const Layout& layout, size_t esize, void* buf,
-                            int step_base, bool own_sent);
+Status ring_all_gather_core(Peers& p, const Layout& layout, size_t esize, void* buf, int step_base,
+                            bool own_sent);
 
 }  // namespace kf

@@ -57,7 +57,8 @@ Status reduce(Peers& p, const AlgoOptions& o, const void* send, void* recv, size
     copy_elems(recv, send, count, es);
     return Status::ok();
   }
-  if (use_ring(o, count, es, p.size())) return ring_reduce(p, o, send, recv, count, dtype, op, root);
+  if (use_ring(o, count, es, p.size()))
+    return ring_reduce(p, o, send, recv, count, dtype, op, root);
   return binomial_reduce(p, o, send, recv, count, dtype, op, root);
 }
 

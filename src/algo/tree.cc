@@ -17,7 +17,9 @@
 namespace kf {
 namespace {
 
-int lowest_bit(int v) { return v & -v; }
+int lowest_bit(int v) {
+  return v & -v;
+}
 
 // Children of v in the binomial tree over n ranks, in relative numbering.
 std::vector<int> binomial_children(int v, int n) {
@@ -56,8 +58,8 @@ Status pipelined_bcast(Peers& p, int parent, const std::vector<int>& children, v
 
 }  // namespace
 
-Status binomial_broadcast(Peers& p, const AlgoOptions& o, void* buf, size_t count,
-                          kf_dtype_t dtype, int root) {
+Status binomial_broadcast(Peers& p, const AlgoOptions& o, void* buf, size_t count, kf_dtype_t dtype,
+                          int root) {
   const int n = p.size();
   const int v = mod(p.rank() - root, n);
   const int parent = v == 0 ? -1 : mod(v - lowest_bit(v) + root, n);
@@ -67,8 +69,8 @@ Status binomial_broadcast(Peers& p, const AlgoOptions& o, void* buf, size_t coun
   return pipelined_bcast(p, parent, children, buf, count, es, chunk_elems(o, es));
 }
 
-Status chain_broadcast(Peers& p, const AlgoOptions& o, void* buf, size_t count,
-                       kf_dtype_t dtype, int root) {
+Status chain_broadcast(Peers& p, const AlgoOptions& o, void* buf, size_t count, kf_dtype_t dtype,
+                       int root) {
   const int n = p.size();
   const int v = mod(p.rank() - root, n);
   const int parent = v == 0 ? -1 : mod(p.rank() - 1, n);
@@ -78,8 +80,8 @@ Status chain_broadcast(Peers& p, const AlgoOptions& o, void* buf, size_t count,
   return pipelined_bcast(p, parent, children, buf, count, es, chunk_elems(o, es));
 }
 
-Status binomial_reduce(Peers& p, const AlgoOptions& o, const void* send, void* recv,
-                       size_t count, kf_dtype_t dtype, kf_op_t op, int root) {
+Status binomial_reduce(Peers& p, const AlgoOptions& o, const void* send, void* recv, size_t count,
+                       kf_dtype_t dtype, kf_op_t op, int root) {
   const int n = p.size();
   const int r = p.rank();
   const int v = mod(r - root, n);

@@ -1,5 +1,7 @@
 // Every collective x dtype x op x rank count x size x algorithm x in-place
 // mode, run over in-process thread peers and checked against a reference.
+#include "algo/collectives.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -9,7 +11,6 @@
 #include <thread>
 #include <vector>
 
-#include "algo/collectives.h"
 #include "algo/internal.h"
 #include "test_data.h"
 #include "thread_peers.h"
@@ -20,8 +21,8 @@ namespace {
 
 using Bytes = std::vector<char>;
 
-const kf_dtype_t kDtypes[] = {KF_INT8,    KF_UINT8,    KF_INT32,   KF_UINT32, KF_INT64,
-                              KF_UINT64,  KF_FLOAT16,  KF_BFLOAT16, KF_FLOAT32, KF_FLOAT64};
+const kf_dtype_t kDtypes[] = {KF_INT8,   KF_UINT8,   KF_INT32,    KF_UINT32,  KF_INT64,
+                              KF_UINT64, KF_FLOAT16, KF_BFLOAT16, KF_FLOAT32, KF_FLOAT64};
 const kf_op_t kOps[] = {KF_SUM, KF_PROD, KF_MIN, KF_MAX, KF_AVG};
 
 // Sizes: empty, one element, fewer elements than ranks, an odd ~1000 in one
@@ -59,8 +60,8 @@ struct Case {
   }
   std::string text(int n) const {
     return std::string("np=") + std::to_string(n) + " " + dtype_name(t) + " " + op_name(op) +
-           " count=" + std::to_string(shape.count) + " chunk_bytes=" +
-           std::to_string(shape.chunk_bytes) + " " + variant.name +
+           " count=" + std::to_string(shape.count) +
+           " chunk_bytes=" + std::to_string(shape.chunk_bytes) + " " + variant.name +
            (inplace ? " in-place" : " out-of-place") + " root=" + std::to_string(root);
   }
 };
@@ -222,8 +223,8 @@ TEST_P(AlgoTest, ReduceScatter) {
     }
     const bool ran = run_world(c, n, [&](Peers& p) {
       const int r = p.rank();
-      void* recv = c.inplace ? in[r].data() + static_cast<size_t>(r) * count * esize(c.t)
-                             : out[r].data();
+      void* recv =
+          c.inplace ? in[r].data() + static_cast<size_t>(r) * count * esize(c.t) : out[r].data();
       return reduce_scatter(p, c.options(), in[r].data(), recv, count, c.t, c.op);
     });
     if (!ran) return;
@@ -427,8 +428,8 @@ TEST_P(AlgoTest, LargeMessagesUseThePipeline) {
       Bytes res(in[0].size(), 0);
       ASSERT_TRUE(run_world(c, n, [&](Peers& p) {
         const int r = p.rank();
-        return reduce(p, c.options(), in[r].data(), r == c.root ? res.data() : nullptr, count,
-                      c.t, c.op, c.root);
+        return reduce(p, c.options(), in[r].data(), r == c.root ? res.data() : nullptr, count, c.t,
+                      c.op, c.root);
       }));
       ASSERT_TRUE(check(c, n, c.root, "recv", res.data(), count,
                         [&](size_t i) { return expected_reduce(c, n, i); }));
@@ -436,8 +437,8 @@ TEST_P(AlgoTest, LargeMessagesUseThePipeline) {
       std::vector<Bytes> bc(n, Bytes(in[0].size(), 0));
       ASSERT_TRUE(run_world(c, n, [&](Peers& p) {
         const int r = p.rank();
-        return broadcast(p, c.options(), r == c.root ? in[r].data() : nullptr, bc[r].data(),
-                         count, c.t, c.root);
+        return broadcast(p, c.options(), r == c.root ? in[r].data() : nullptr, bc[r].data(), count,
+                         c.t, c.root);
       }));
       for (int r = 0; r < n; ++r) {
         ASSERT_TRUE(check(c, n, r, "recv", bc[r].data(), count,
@@ -481,8 +482,9 @@ TEST_P(AlgoTest, ErrorsPropagate) {
     ThreadWorld w(n, /*timeout_ms=*/300);
     std::vector<std::vector<float>> bufs(n, std::vector<float>(257, 1.0f));
     const std::vector<Status> st = w.run([&](Peers& p) {
-      if (p.rank() != 0) return all_reduce(p, o, bufs[p.rank()].data(), bufs[p.rank()].data(),
-                                           257, KF_FLOAT32, KF_SUM);
+      if (p.rank() != 0)
+        return all_reduce(p, o, bufs[p.rank()].data(), bufs[p.rank()].data(), 257, KF_FLOAT32,
+                          KF_SUM);
       FailingPeers f(p, 2);
       return all_reduce(f, o, bufs[0].data(), bufs[0].data(), 257, KF_FLOAT32, KF_SUM);
     });

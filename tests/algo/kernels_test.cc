@@ -17,11 +17,19 @@ namespace kf {
 namespace test {
 namespace {
 
-float next_up(float f) { return std::nextafter(f, std::numeric_limits<float>::infinity()); }
-float next_down(float f) { return std::nextafter(f, -std::numeric_limits<float>::infinity()); }
+float next_up(float f) {
+  return std::nextafter(f, std::numeric_limits<float>::infinity());
+}
+float next_down(float f) {
+  return std::nextafter(f, -std::numeric_limits<float>::infinity());
+}
 
-bool half_is_nan(uint16_t h) { return (h & 0x7c00u) == 0x7c00u && (h & 0x3ffu) != 0; }
-bool bf16_is_nan(uint16_t b) { return (b & 0x7f80u) == 0x7f80u && (b & 0x7fu) != 0; }
+bool half_is_nan(uint16_t h) {
+  return (h & 0x7c00u) == 0x7c00u && (h & 0x3ffu) != 0;
+}
+bool bf16_is_nan(uint16_t b) {
+  return (b & 0x7f80u) == 0x7f80u && (b & 0x7fu) != 0;
+}
 
 TEST(Half, RoundTripsEveryValue) {
   for (uint32_t h = 0; h < 0x10000u; ++h) {
@@ -39,9 +47,9 @@ TEST(Half, KnownValues) {
   EXPECT_EQ(half_to_float(0x3c00), 1.0f);
   EXPECT_EQ(half_to_float(0xc000), -2.0f);
   EXPECT_EQ(half_to_float(0x7bff), 65504.0f);
-  EXPECT_EQ(half_to_float(0x0001), std::ldexp(1.0f, -24));  // smallest subnormal
+  EXPECT_EQ(half_to_float(0x0001), std::ldexp(1.0f, -24));     // smallest subnormal
   EXPECT_EQ(half_to_float(0x03ff), std::ldexp(1023.0f, -24));  // largest subnormal
-  EXPECT_EQ(half_to_float(0x0400), std::ldexp(1.0f, -14));  // smallest normal
+  EXPECT_EQ(half_to_float(0x0400), std::ldexp(1.0f, -14));     // smallest normal
   EXPECT_TRUE(std::isinf(half_to_float(0x7c00)));
   EXPECT_TRUE(std::isnan(half_to_float(0x7e00)));
   EXPECT_TRUE(std::signbit(half_to_float(0x8000)));
@@ -81,8 +89,8 @@ TEST(Half, RoundsEveryMidpointToEven) {
     for (uint32_t sign : {0u, 0x8000u}) {
       const uint16_t lo = static_cast<uint16_t>(h | sign);
       const uint16_t hi = static_cast<uint16_t>((h + 1) | sign);
-      const float mid = static_cast<float>(
-          (static_cast<double>(half_to_float(lo)) + half_to_float(hi)) / 2);
+      const float mid =
+          static_cast<float>((static_cast<double>(half_to_float(lo)) + half_to_float(hi)) / 2);
       const uint16_t even = (h & 1u) == 0 ? lo : hi;
       ASSERT_EQ(float_to_half(mid), even) << std::hex << h;
       const float toward_lo = sign ? next_up(mid) : next_down(mid);
@@ -166,8 +174,8 @@ TEST(BFloat16, Specials) {
 // reduce_to / reduce_into against the per-element reference, with every
 // aliasing pattern the header allows.
 
-const kf_dtype_t kDtypes[] = {KF_INT8,    KF_UINT8,    KF_INT32,   KF_UINT32, KF_INT64,
-                              KF_UINT64,  KF_FLOAT16,  KF_BFLOAT16, KF_FLOAT32, KF_FLOAT64};
+const kf_dtype_t kDtypes[] = {KF_INT8,   KF_UINT8,   KF_INT32,    KF_UINT32,  KF_INT64,
+                              KF_UINT64, KF_FLOAT16, KF_BFLOAT16, KF_FLOAT32, KF_FLOAT64};
 const kf_op_t kOps[] = {KF_SUM, KF_PROD, KF_MIN, KF_MAX, KF_AVG};
 
 // Random bits for integers; random floats (including negative and tiny) for
@@ -240,7 +248,8 @@ TEST(Kernels, EveryDtypeAndOpMatchesScalarReference) {
 
       io = a;  // out == a == b
       reduce_to(t, op, io.data(), io.data(), io.data(), n);
-      for (size_t i = 0; i < n; ++i) expect_element(t, op, a.data(), a.data(), io.data(), i, "self");
+      for (size_t i = 0; i < n; ++i)
+        expect_element(t, op, a.data(), a.data(), io.data(), i, "self");
     }
   }
 }
@@ -267,8 +276,7 @@ TEST(Kernels, IntegersWrapAround) {
   EXPECT_EQ(u8[0], 144);
   EXPECT_EQ(u8[1], 1);
 
-  int32_t a32[] = {std::numeric_limits<int32_t>::max(), std::numeric_limits<int32_t>::min(),
-                   65536};
+  int32_t a32[] = {std::numeric_limits<int32_t>::max(), std::numeric_limits<int32_t>::min(), 65536};
   const int32_t b32[] = {1, -1, 65536};
   int32_t s32[3];
   reduce_to(KF_INT32, KF_SUM, s32, a32, b32, 3);
@@ -276,7 +284,7 @@ TEST(Kernels, IntegersWrapAround) {
   EXPECT_EQ(s32[1], std::numeric_limits<int32_t>::max());
   reduce_to(KF_INT32, KF_PROD, s32, a32, b32, 3);
   EXPECT_EQ(s32[1], std::numeric_limits<int32_t>::min());  // INT_MIN * -1 wraps to itself
-  EXPECT_EQ(s32[2], 0);                                     // 2^32 wraps to 0
+  EXPECT_EQ(s32[2], 0);                                    // 2^32 wraps to 0
 
   int64_t a64[] = {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()};
   const int64_t b64[] = {-1, 2};

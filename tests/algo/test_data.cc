@@ -12,20 +12,30 @@ bool is_float(kf_dtype_t t) {
   return t == KF_FLOAT16 || t == KF_BFLOAT16 || t == KF_FLOAT32 || t == KF_FLOAT64;
 }
 
-bool is_signed_int(kf_dtype_t t) { return t == KF_INT8 || t == KF_INT32 || t == KF_INT64; }
+bool is_signed_int(kf_dtype_t t) {
+  return t == KF_INT8 || t == KF_INT32 || t == KF_INT64;
+}
 
 size_t esize(kf_dtype_t t) {
   switch (t) {
-    case KF_INT8: case KF_UINT8: return 1;
-    case KF_FLOAT16: case KF_BFLOAT16: return 2;
-    case KF_INT32: case KF_UINT32: case KF_FLOAT32: return 4;
-    default: return 8;
+    case KF_INT8:
+    case KF_UINT8:
+      return 1;
+    case KF_FLOAT16:
+    case KF_BFLOAT16:
+      return 2;
+    case KF_INT32:
+    case KF_UINT32:
+    case KF_FLOAT32:
+      return 4;
+    default:
+      return 8;
   }
 }
 
 const char* dtype_name(kf_dtype_t t) {
-  static const char* names[] = {"int8",    "uint8",    "int32",   "uint32",  "int64",
-                                "uint64",  "float16",  "bfloat16", "float32", "float64"};
+  static const char* names[] = {"int8",   "uint8",   "int32",    "uint32",  "int64",
+                                "uint64", "float16", "bfloat16", "float32", "float64"};
   return names[t];
 }
 
@@ -65,10 +75,27 @@ Value get(kf_dtype_t t, const void* buf, size_t idx) {
   const char* p = static_cast<const char*>(buf) + idx * esize(t);
   Value v;
   switch (t) {
-    case KF_FLOAT16: { uint16_t h; std::memcpy(&h, p, 2); v.f = half_to_float(h); break; }
-    case KF_BFLOAT16: { uint16_t h; std::memcpy(&h, p, 2); v.f = bf16_to_float(h); break; }
-    case KF_FLOAT32: { float f; std::memcpy(&f, p, 4); v.f = f; break; }
-    case KF_FLOAT64: std::memcpy(&v.f, p, 8); break;
+    case KF_FLOAT16: {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      v.f = half_to_float(h);
+      break;
+    }
+    case KF_BFLOAT16: {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      v.f = bf16_to_float(h);
+      break;
+    }
+    case KF_FLOAT32: {
+      float f;
+      std::memcpy(&f, p, 4);
+      v.f = f;
+      break;
+    }
+    case KF_FLOAT64:
+      std::memcpy(&v.f, p, 8);
+      break;
     default: {
       uint64_t raw = 0;
       std::memcpy(&raw, p, esize(t));  // little-endian
@@ -81,11 +108,26 @@ Value get(kf_dtype_t t, const void* buf, size_t idx) {
 void set(kf_dtype_t t, void* buf, size_t idx, Value v) {
   char* p = static_cast<char*>(buf) + idx * esize(t);
   switch (t) {
-    case KF_FLOAT16: { uint16_t h = float_to_half(static_cast<float>(v.f)); std::memcpy(p, &h, 2); break; }
-    case KF_BFLOAT16: { uint16_t h = float_to_bf16(static_cast<float>(v.f)); std::memcpy(p, &h, 2); break; }
-    case KF_FLOAT32: { float f = static_cast<float>(v.f); std::memcpy(p, &f, 4); break; }
-    case KF_FLOAT64: std::memcpy(p, &v.f, 8); break;
-    default: std::memcpy(p, &v.i, esize(t));
+    case KF_FLOAT16: {
+      uint16_t h = float_to_half(static_cast<float>(v.f));
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    case KF_BFLOAT16: {
+      uint16_t h = float_to_bf16(static_cast<float>(v.f));
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    case KF_FLOAT32: {
+      float f = static_cast<float>(v.f);
+      std::memcpy(p, &f, 4);
+      break;
+    }
+    case KF_FLOAT64:
+      std::memcpy(p, &v.f, 8);
+      break;
+    default:
+      std::memcpy(p, &v.i, esize(t));
   }
 }
 
@@ -93,20 +135,40 @@ Value ref_combine(kf_dtype_t t, kf_op_t op, Value a, Value b) {
   Value r;
   if (is_float(t)) {
     switch (op) {
-      case KF_SUM: case KF_AVG: r.f = a.f + b.f; break;
-      case KF_PROD: r.f = a.f * b.f; break;
-      case KF_MIN: r.f = std::fmin(a.f, b.f); break;
-      case KF_MAX: r.f = std::fmax(a.f, b.f); break;
-      default: break;
+      case KF_SUM:
+      case KF_AVG:
+        r.f = a.f + b.f;
+        break;
+      case KF_PROD:
+        r.f = a.f * b.f;
+        break;
+      case KF_MIN:
+        r.f = std::fmin(a.f, b.f);
+        break;
+      case KF_MAX:
+        r.f = std::fmax(a.f, b.f);
+        break;
+      default:
+        break;
     }
     return r;
   }
   switch (op) {
-    case KF_SUM: case KF_AVG: r.i = norm(t, a.i + b.i); break;
-    case KF_PROD: r.i = norm(t, a.i * b.i); break;
-    case KF_MIN: r.i = less(t, b.i, a.i) ? b.i : a.i; break;
-    case KF_MAX: r.i = less(t, a.i, b.i) ? b.i : a.i; break;
-    default: break;
+    case KF_SUM:
+    case KF_AVG:
+      r.i = norm(t, a.i + b.i);
+      break;
+    case KF_PROD:
+      r.i = norm(t, a.i * b.i);
+      break;
+    case KF_MIN:
+      r.i = less(t, b.i, a.i) ? b.i : a.i;
+      break;
+    case KF_MAX:
+      r.i = less(t, a.i, b.i) ? b.i : a.i;
+      break;
+    default:
+      break;
   }
   return r;
 }
@@ -145,7 +207,10 @@ Value input_value(kf_dtype_t t, kf_op_t op, int rank, size_t idx) {
 bool same(kf_dtype_t t, Value got, Value want, bool approx) {
   if (!is_float(t)) return got.i == want.i;
   if (!approx) return got.f == want.f;
-  const double tol = t == KF_FLOAT16 ? 1e-3 : t == KF_BFLOAT16 ? 8e-3 : t == KF_FLOAT32 ? 1e-6 : 1e-12;
+  const double tol = t == KF_FLOAT16    ? 1e-3
+                     : t == KF_BFLOAT16 ? 8e-3
+                     : t == KF_FLOAT32  ? 1e-6
+                                        : 1e-12;
   return std::fabs(got.f - want.f) <= tol * std::fmax(1.0, std::fabs(want.f));
 }
 

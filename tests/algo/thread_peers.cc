@@ -30,7 +30,7 @@ std::string key_text(int src, int dst, Tag tag) {
 }  // namespace
 
 std::shared_ptr<ThreadWorld::Message> ThreadWorld::post(int src, int dst, Tag tag, bool is_send,
-                                                         void* buf, size_t len) {
+                                                        void* buf, size_t len) {
   std::shared_ptr<Message> m;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -43,8 +43,8 @@ std::shared_ptr<ThreadWorld::Message> ThreadWorld::post(int src, int dst, Tag ta
     }
     const Key key{src, dst, tag.chunk, tag.step};
     if (used_.count({key, is_send}) != 0) {
-      problems_.push_back(std::string(is_send ? "send" : "recv") + " tag reused: " +
-                          key_text(src, dst, tag));
+      problems_.push_back(std::string(is_send ? "send" : "recv") +
+                          " tag reused: " + key_text(src, dst, tag));
       auto dup = std::make_shared<Message>();
       dup->done = true;
       dup->status = invalid_usage("tag reused");
@@ -54,8 +54,8 @@ std::shared_ptr<ThreadWorld::Message> ThreadWorld::post(int src, int dst, Tag ta
     if (!slot) slot = std::make_shared<Message>();
     m = slot;
     if (is_send ? m->send_posted : m->recv_posted) {
-      problems_.push_back(std::string(is_send ? "send" : "recv") + " posted twice: " +
-                          key_text(src, dst, tag));
+      problems_.push_back(std::string(is_send ? "send" : "recv") +
+                          " posted twice: " + key_text(src, dst, tag));
       auto dup = std::make_shared<Message>();
       dup->done = true;
       dup->status = invalid_usage("tag reused");
@@ -80,8 +80,7 @@ std::shared_ptr<ThreadWorld::Message> ThreadWorld::post(int src, int dst, Tag ta
       m->status = aborted_error("peer cancelled " + key_text(src, dst, tag));
     } else if (m->slen != m->rlen) {
       m->status = invalid_usage("length mismatch " + key_text(src, dst, tag) + ": sent " +
-                                std::to_string(m->slen) + ", expected " +
-                                std::to_string(m->rlen));
+                                std::to_string(m->slen) + ", expected " + std::to_string(m->rlen));
       problems_.push_back(m->status.message());
     } else if (m->slen > 0) {
       std::memcpy(m->rbuf, m->sbuf, m->slen);
@@ -135,9 +134,9 @@ std::vector<std::string> ThreadWorld::problems() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::string> out = problems_;
   for (const auto& [key, m] : box_) {
-    out.push_back(std::string("unmatched ") + (m->send_posted ? "send " : "recv ") +
-                  key_text(std::get<0>(key), std::get<1>(key),
-                           Tag{std::get<2>(key), std::get<3>(key)}));
+    out.push_back(
+        std::string("unmatched ") + (m->send_posted ? "send " : "recv ") +
+        key_text(std::get<0>(key), std::get<1>(key), Tag{std::get<2>(key), std::get<3>(key)}));
   }
   return out;
 }
