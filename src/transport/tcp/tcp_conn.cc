@@ -88,7 +88,8 @@ void TcpConn::enqueue(SendItem item) {
   {
     std::lock_guard<std::mutex> lock(send_mu_);
     State s = state_.load();
-    if (s != State::kOpen) {
+    // A departed peer still gets control frames (our goodbye), never data.
+    if (s == State::kLost || (s == State::kDeparted && item.transfer)) {
       if (item.transfer) {
         item.transfer->complete(remote_error(
             "cannot send to rank " + std::to_string(peer_) +
