@@ -10,113 +10,124 @@ using kf::api::guarded;
 extern "C" {
 
 KF_API kf_status_t kf_all_reduce(kf_comm_t comm, const void* sendbuf, void* recvbuf,
-                                 uint64_t count, kf_dtype_t dtype, kf_op_t op) {
+                                 uint64_t count, kf_dtype_t dtype_in, kf_op_t op_in) {
+  const int dtype_raw = kf::api::raw_enum(dtype_in);
+  const int op_raw = kf::api::raw_enum(op_in);
   return guarded(comm, [&]() -> Status {
     Check c("kf_all_reduce", comm);
-    c.comm().dtype(dtype).op(op).count(count, dtype).buffer(sendbuf, "sendbuf", count).buffer(recvbuf, "recvbuf", count);
+    c.comm().dtype(dtype_raw).op(op_raw).count(count, dtype_raw).buffer(sendbuf, "sendbuf", count).buffer(recvbuf, "recvbuf", count);
     KF_RETURN_IF_ERROR(c.status());
     if (count == 0) return Status::ok();
-    return comm->impl->all_reduce(sendbuf, recvbuf, count, dtype, op);
+    return comm->impl->all_reduce(sendbuf, recvbuf, count, kf_dtype_t(dtype_raw), kf_op_t(op_raw));
   });
 }
 
 KF_API kf_status_t kf_broadcast(kf_comm_t comm, const void* sendbuf, void* recvbuf,
-                                uint64_t count, kf_dtype_t dtype, int root) {
+                                uint64_t count, kf_dtype_t dtype_in, int root) {
+  const int dtype_raw = kf::api::raw_enum(dtype_in);
   return guarded(comm, [&]() -> Status {
     Check c("kf_broadcast", comm);
-    c.comm().dtype(dtype).count(count, dtype).root(root);
+    c.comm().dtype(dtype_raw).count(count, dtype_raw).root(root);
     KF_RETURN_IF_ERROR(c.status());
     c.buffer(sendbuf, "sendbuf (on root)", count, comm->impl->rank() == root).buffer(recvbuf, "recvbuf", count);
     KF_RETURN_IF_ERROR(c.status());
     if (count == 0) return Status::ok();
-    return comm->impl->broadcast(sendbuf, recvbuf, count, dtype, root);
+    return comm->impl->broadcast(sendbuf, recvbuf, count, kf_dtype_t(dtype_raw), root);
   });
 }
 
 KF_API kf_status_t kf_reduce(kf_comm_t comm, const void* sendbuf, void* recvbuf, uint64_t count,
-                             kf_dtype_t dtype, kf_op_t op, int root) {
+                             kf_dtype_t dtype_in, kf_op_t op_in, int root) {
+  const int dtype_raw = kf::api::raw_enum(dtype_in);
+  const int op_raw = kf::api::raw_enum(op_in);
   return guarded(comm, [&]() -> Status {
     Check c("kf_reduce", comm);
-    c.comm().dtype(dtype).op(op).count(count, dtype).root(root);
+    c.comm().dtype(dtype_raw).op(op_raw).count(count, dtype_raw).root(root);
     KF_RETURN_IF_ERROR(c.status());
     c.buffer(sendbuf, "sendbuf", count).buffer(recvbuf, "recvbuf (on root)", count, comm->impl->rank() == root);
     KF_RETURN_IF_ERROR(c.status());
     if (count == 0) return Status::ok();
-    return comm->impl->reduce(sendbuf, recvbuf, count, dtype, op, root);
+    return comm->impl->reduce(sendbuf, recvbuf, count, kf_dtype_t(dtype_raw), kf_op_t(op_raw), root);
   });
 }
 
 KF_API kf_status_t kf_all_gather(kf_comm_t comm, const void* sendbuf, void* recvbuf,
-                                 uint64_t sendcount, kf_dtype_t dtype) {
+                                 uint64_t sendcount, kf_dtype_t dtype_in) {
+  const int dtype_raw = kf::api::raw_enum(dtype_in);
   return guarded(comm, [&]() -> Status {
     Check c("kf_all_gather", comm);
     c.comm();
     KF_RETURN_IF_ERROR(c.status());
     uint64_t n = static_cast<uint64_t>(comm->impl->size());
-    c.dtype(dtype).count(sendcount, dtype, n).buffer(sendbuf, "sendbuf", sendcount).buffer(recvbuf, "recvbuf", sendcount);
+    c.dtype(dtype_raw).count(sendcount, dtype_raw, n).buffer(sendbuf, "sendbuf", sendcount).buffer(recvbuf, "recvbuf", sendcount);
     KF_RETURN_IF_ERROR(c.status());
     if (sendcount == 0) return Status::ok();
-    return comm->impl->all_gather(sendbuf, recvbuf, sendcount, dtype);
+    return comm->impl->all_gather(sendbuf, recvbuf, sendcount, kf_dtype_t(dtype_raw));
   });
 }
 
 KF_API kf_status_t kf_reduce_scatter(kf_comm_t comm, const void* sendbuf, void* recvbuf,
-                                     uint64_t recvcount, kf_dtype_t dtype, kf_op_t op) {
+                                     uint64_t recvcount, kf_dtype_t dtype_in, kf_op_t op_in) {
+  const int dtype_raw = kf::api::raw_enum(dtype_in);
+  const int op_raw = kf::api::raw_enum(op_in);
   return guarded(comm, [&]() -> Status {
     Check c("kf_reduce_scatter", comm);
     c.comm();
     KF_RETURN_IF_ERROR(c.status());
     uint64_t n = static_cast<uint64_t>(comm->impl->size());
-    c.dtype(dtype).op(op).count(recvcount, dtype, n).buffer(sendbuf, "sendbuf", recvcount).buffer(recvbuf, "recvbuf", recvcount);
+    c.dtype(dtype_raw).op(op_raw).count(recvcount, dtype_raw, n).buffer(sendbuf, "sendbuf", recvcount).buffer(recvbuf, "recvbuf", recvcount);
     KF_RETURN_IF_ERROR(c.status());
     if (recvcount == 0) return Status::ok();
-    return comm->impl->reduce_scatter(sendbuf, recvbuf, recvcount, dtype, op);
+    return comm->impl->reduce_scatter(sendbuf, recvbuf, recvcount, kf_dtype_t(dtype_raw), kf_op_t(op_raw));
   });
 }
 
 KF_API kf_status_t kf_all_to_all(kf_comm_t comm, const void* sendbuf, void* recvbuf,
-                                 uint64_t count, kf_dtype_t dtype) {
+                                 uint64_t count, kf_dtype_t dtype_in) {
+  const int dtype_raw = kf::api::raw_enum(dtype_in);
   return guarded(comm, [&]() -> Status {
     Check c("kf_all_to_all", comm);
     c.comm();
     KF_RETURN_IF_ERROR(c.status());
     uint64_t n = static_cast<uint64_t>(comm->impl->size());
-    c.dtype(dtype).count(count, dtype, n).buffer(sendbuf, "sendbuf", count).buffer(recvbuf, "recvbuf", count);
+    c.dtype(dtype_raw).count(count, dtype_raw, n).buffer(sendbuf, "sendbuf", count).buffer(recvbuf, "recvbuf", count);
     KF_RETURN_IF_ERROR(c.status());
     if (count == 0) return Status::ok();
-    return comm->impl->all_to_all(sendbuf, recvbuf, count, dtype);
+    return comm->impl->all_to_all(sendbuf, recvbuf, count, kf_dtype_t(dtype_raw));
   });
 }
 
 KF_API kf_status_t kf_gather(kf_comm_t comm, const void* sendbuf, void* recvbuf,
-                             uint64_t sendcount, kf_dtype_t dtype, int root) {
+                             uint64_t sendcount, kf_dtype_t dtype_in, int root) {
+  const int dtype_raw = kf::api::raw_enum(dtype_in);
   return guarded(comm, [&]() -> Status {
     Check c("kf_gather", comm);
     c.comm();
     KF_RETURN_IF_ERROR(c.status());
     uint64_t n = static_cast<uint64_t>(comm->impl->size());
-    c.dtype(dtype).count(sendcount, dtype, n).root(root);
+    c.dtype(dtype_raw).count(sendcount, dtype_raw, n).root(root);
     KF_RETURN_IF_ERROR(c.status());
     c.buffer(sendbuf, "sendbuf", sendcount).buffer(recvbuf, "recvbuf (on root)", sendcount, comm->impl->rank() == root);
     KF_RETURN_IF_ERROR(c.status());
     if (sendcount == 0) return Status::ok();
-    return comm->impl->gather(sendbuf, recvbuf, sendcount, dtype, root);
+    return comm->impl->gather(sendbuf, recvbuf, sendcount, kf_dtype_t(dtype_raw), root);
   });
 }
 
 KF_API kf_status_t kf_scatter(kf_comm_t comm, const void* sendbuf, void* recvbuf,
-                              uint64_t recvcount, kf_dtype_t dtype, int root) {
+                              uint64_t recvcount, kf_dtype_t dtype_in, int root) {
+  const int dtype_raw = kf::api::raw_enum(dtype_in);
   return guarded(comm, [&]() -> Status {
     Check c("kf_scatter", comm);
     c.comm();
     KF_RETURN_IF_ERROR(c.status());
     uint64_t n = static_cast<uint64_t>(comm->impl->size());
-    c.dtype(dtype).count(recvcount, dtype, n).root(root);
+    c.dtype(dtype_raw).count(recvcount, dtype_raw, n).root(root);
     KF_RETURN_IF_ERROR(c.status());
     c.buffer(sendbuf, "sendbuf (on root)", recvcount, comm->impl->rank() == root).buffer(recvbuf, "recvbuf", recvcount);
     KF_RETURN_IF_ERROR(c.status());
     if (recvcount == 0) return Status::ok();
-    return comm->impl->scatter(sendbuf, recvbuf, recvcount, dtype, root);
+    return comm->impl->scatter(sendbuf, recvbuf, recvcount, kf_dtype_t(dtype_raw), root);
   });
 }
 
@@ -128,27 +139,29 @@ KF_API kf_status_t kf_barrier(kf_comm_t comm) {
   });
 }
 
-KF_API kf_status_t kf_send(kf_comm_t comm, const void* buf, uint64_t count, kf_dtype_t dtype,
+KF_API kf_status_t kf_send(kf_comm_t comm, const void* buf, uint64_t count, kf_dtype_t dtype_in,
                            int peer) {
+  const int dtype_raw = kf::api::raw_enum(dtype_in);
   return guarded(comm, [&]() -> Status {
     Check c("kf_send", comm);
-    c.comm().dtype(dtype).count(count, dtype);
+    c.comm().dtype(dtype_raw).count(count, dtype_raw);
     KF_RETURN_IF_ERROR(c.status());
     c.peer(peer).buffer(buf, "buf", count);
     KF_RETURN_IF_ERROR(c.status());
-    return comm->impl->send(buf, count, dtype, peer);
+    return comm->impl->send(buf, count, kf_dtype_t(dtype_raw), peer);
   });
 }
 
-KF_API kf_status_t kf_recv(kf_comm_t comm, void* buf, uint64_t count, kf_dtype_t dtype,
+KF_API kf_status_t kf_recv(kf_comm_t comm, void* buf, uint64_t count, kf_dtype_t dtype_in,
                            int peer) {
+  const int dtype_raw = kf::api::raw_enum(dtype_in);
   return guarded(comm, [&]() -> Status {
     Check c("kf_recv", comm);
-    c.comm().dtype(dtype).count(count, dtype);
+    c.comm().dtype(dtype_raw).count(count, dtype_raw);
     KF_RETURN_IF_ERROR(c.status());
     c.peer(peer).buffer(buf, "buf", count);
     KF_RETURN_IF_ERROR(c.status());
-    return comm->impl->recv(buf, count, dtype, peer);
+    return comm->impl->recv(buf, count, kf_dtype_t(dtype_raw), peer);
   });
 }
 

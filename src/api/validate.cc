@@ -20,23 +20,24 @@ Check& Check::comm() {
   return *this;
 }
 
-Check& Check::dtype(kf_dtype_t dt) {
-  if (dtype_size(dt) == 0) return fail("dtype " + std::to_string(static_cast<int>(dt)) + " is not a kf_dtype_t");
+Check& Check::dtype(int dt) {
+  if (dt < 0 || dt >= KF_DTYPE_COUNT) return fail("dtype " + std::to_string(dt) + " is not a kf_dtype_t");
   return *this;
 }
 
-Check& Check::op(kf_op_t op) {
-  if (!op_valid(op)) return fail("op " + std::to_string(static_cast<int>(op)) + " is not a kf_op_t");
+Check& Check::op(int op) {
+  if (op < 0 || op >= KF_OP_COUNT) return fail("op " + std::to_string(op) + " is not a kf_op_t");
   return *this;
 }
 
-Check& Check::count(uint64_t count, kf_dtype_t dt, uint64_t blocks) {
-  size_t esize = dtype_size(dt);
+Check& Check::count(uint64_t count, int dt, uint64_t blocks) {
+  if (dt < 0 || dt >= KF_DTYPE_COUNT) return *this;
+  size_t esize = dtype_size(static_cast<kf_dtype_t>(dt));
   if (esize == 0 || !status_.is_ok()) return *this;
   const uint64_t max_bytes = static_cast<uint64_t>(std::numeric_limits<ptrdiff_t>::max());
   if (blocks == 0) blocks = 1;
   if (count > max_bytes / esize / blocks) {
-    return fail("count " + std::to_string(count) + " of " + dtype_name(dt) +
+    return fail("count " + std::to_string(count) + " of " + dtype_name(static_cast<kf_dtype_t>(dt)) +
                 " overflows the addressable size");
   }
   return *this;

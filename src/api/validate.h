@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "base/status.h"
 #include "kungfu/types.h"
@@ -12,16 +13,27 @@ struct kf_comm;
 namespace kf {
 namespace api {
 
+// The bits of an enum parameter as an int, read without an enum-typed load:
+// C callers may pass any int, and loading an out-of-range enum is undefined
+// behaviour in C++.
+template <typename E>
+int raw_enum(const E& e) {
+  static_assert(sizeof(E) == sizeof(int), "C enums are int-sized");
+  int v;
+  std::memcpy(&v, &e, sizeof(v));
+  return v;
+}
+
 class Check {
  public:
   Check(const char* call, kf_comm* comm) : call_(call), comm_(comm) {}
 
   // The communicator is live; must come first.
   Check& comm();
-  Check& dtype(kf_dtype_t dt);
-  Check& op(kf_op_t op);
+  Check& dtype(int dt);
+  Check& op(int op);
   // count * blocks elements of dtype fit in memory (no overflow).
-  Check& count(uint64_t count, kf_dtype_t dt, uint64_t blocks = 1);
+  Check& count(uint64_t count, int dt, uint64_t blocks = 1);
   Check& root(int root);
   Check& peer(int peer);
   // buf is not NULL when `needed` and count > 0.

@@ -189,13 +189,7 @@ void TcpTransport::lose(TcpConn& c, const Status& why) {
 }
 
 void TcpTransport::send(const TransferHandle& t, const FrameHeader& h) {
-  TcpConn* c = conns_[static_cast<size_t>(t->key().peer)].get();
-  SendItem item;
-  encode_frame_header(h, item.header);
-  item.data = static_cast<const char*>(t->buffer());
-  item.len = t->length();
-  item.transfer = t;
-  c->enqueue(std::move(item));
+  conns_[static_cast<size_t>(t->key().peer)]->enqueue(SendItem::data_frame(h, t));
 }
 
 void TcpTransport::cancel_send(const TransferHandle& t, const Status& why) {
@@ -209,9 +203,7 @@ void TcpTransport::broadcast_abort(int lost) {
   h.step = static_cast<uint32_t>(lost);
   for (auto& c : conns_) {
     if (!c || c->peer() == lost || c->state() != TcpConn::State::kOpen) continue;
-    SendItem item;
-    encode_frame_header(h, item.header);
-    c->enqueue(std::move(item));
+    c->enqueue(SendItem::control(h));
   }
 }
 
@@ -225,9 +217,7 @@ void TcpTransport::shutdown(const Deadline& deadline) {
     bye.epoch = opts_.epoch;
     for (auto& c : conns_) {
       if (!c || c->state() == TcpConn::State::kLost) continue;
-      SendItem item;
-      encode_frame_header(bye, item.header);
-      c->enqueue(std::move(item));
+      c->enqueue(SendItem::control(bye));
     }
     for (;;) {
       bool idle = true;
