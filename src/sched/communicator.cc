@@ -3,6 +3,10 @@
 #include "base/config.h"
 #include "base/host_id.h"
 #include "base/log.h"
+#include "transport/frame.h"
+
+#include <cstdio>
+#include <thread>
 #include "transport/socket.h"
 
 namespace kf {
@@ -82,8 +86,62 @@ Status Communicator::connect(const RendezvousPoint& root) {
   }
   KF_RETURN_IF_ERROR(tcp_->connect_all(addresses, deadline));
   engine_.attach(tcp_.get());
+  KF_RETURN_IF_ERROR(connect_shm(addresses));
   KF_LOG_INFO("communicator '" + opts_.name + "' rank " + std::to_string(rank_) + " of " +
               std::to_string(size_) + " connected, listening on " + tcp_->address());
+  return Status::ok();
+}
+
+Status Communicator::agree(const char* what, bool ok, bool* all_ok) {
+  int32_t mine = ok ? 1 : 0, all = 0;
+  OpSignature sig;
+  sig.kind = 0xfffe;
+  KF_RETURN_IF_ERROR(engine_.run(std::string("kf.setup.") + what, sig, [&](Peers& p) {
+    return kf::all_reduce(p, algo_, &mine, &all, 1, KF_INT32, KF_MIN);
+  }));
+  *all_ok = all == 1;
+  return Status::ok();
+}
+
+Status Communicator::connect_shm(const std::vector<std::string>& addresses) {
+  if (knob_string(Knob::KF_TRANSPORT) == "tcp") return Status::ok();
+  ShmOptions o;
+  o.rank = rank_;
+  o.epoch = 1;
+  for (int r = 0; r < size_; ++r) {
+    if (hosts_[static_cast<size_t>(r)] == hosts_[static_cast<size_t>(rank_)]) o.local_ranks.push_back(r);
+  }
+  // Every rank takes part in the agreements below, even one alone on its host.
+  bool want = o.local_ranks.size() > 1;
+  int64_t ring = knob_int(Knob::KF_SHM_RING_BYTES);
+  size_t peers = o.local_ranks.size() > 1 ? o.local_ranks.size() - 1 : 1;
+  size_t bytes = ring > 0 ? static_cast<size_t>(ring) : (size_t(16) << 20) / peers;
+  size_t pow2 = 64 * 1024;
+  while (pow2 < bytes && pow2 < (size_t(4) << 20)) pow2 <<= 1;
+  o.ring_bytes = pow2;
+  o.oversubscribed = o.local_ranks.size() > std::thread::hardware_concurrency();
+  // The lowest local rank's data address is unique on this host while the
+  // communicator lives: it names this communicator's segments.
+  std::string id = addresses[static_cast<size_t>(o.local_ranks.front())] + "#1";
+  char tag[17];
+  std::snprintf(tag, sizeof(tag), "%016llx",
+                static_cast<unsigned long long>(hash_name(id.data(), id.size())));
+  o.tag = tag;
+
+  Status created = want ? ShmTransport::create(o, &engine_.mailbox(), &shm_) : Status::ok();
+  if (!created.is_ok()) KF_LOG_WARN("shared memory unavailable, using TCP: " + created.message());
+  bool all_ok = false;
+  KF_RETURN_IF_ERROR(agree("shm_create", created.is_ok(), &all_ok));
+  Status mapped = (all_ok && want) ? shm_->map_peers() : Status::ok();
+  if (!mapped.is_ok()) KF_LOG_WARN("cannot map peers' shared memory, using TCP: " + mapped.message());
+  bool all_mapped = false;
+  KF_RETURN_IF_ERROR(agree("shm_map", all_ok && mapped.is_ok(), &all_mapped));
+  if (!all_mapped || !want) {
+    shm_.reset();  // unlinks our segment
+    return Status::ok();
+  }
+  shm_->unlink_own();
+  engine_.attach_shm(shm_.get());
   return Status::ok();
 }
 

@@ -11,6 +11,7 @@
 #include "base/status.h"
 #include "bootstrap/rendezvous.h"
 #include "sched/engine.h"
+#include "transport/shm/shm_transport.h"
 #include "transport/tcp/tcp_transport.h"
 
 namespace kf {
@@ -52,6 +53,11 @@ class Communicator {
  private:
   Communicator(int rank, int size, const CommOptions& opts);
   Status connect(const RendezvousPoint& root);
+  // Sets up shared memory to the ranks on this host (collective; every rank
+  // ends with it or, if any rank failed, all fall back to TCP).
+  Status connect_shm(const std::vector<std::string>& addresses);
+  // Collective agreement used during set-up: true iff `ok` on every rank.
+  Status agree(const char* what, bool ok, bool* all_ok);
 
   const int rank_;
   const int size_;
@@ -60,6 +66,7 @@ class Communicator {
   std::vector<std::string> hosts_;
   Engine engine_;
   std::unique_ptr<TcpTransport> tcp_;
+  std::unique_ptr<ShmTransport> shm_;
   bool shut_down_ = false;
 };
 

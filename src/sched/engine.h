@@ -19,6 +19,7 @@
 #include "algo/peers.h"
 #include "base/status.h"
 #include "transport/mailbox.h"
+#include "transport/shm/shm_transport.h"
 #include "transport/tcp/tcp_transport.h"
 
 namespace kf {
@@ -47,6 +48,9 @@ class Engine {
   Mailbox& mailbox() { return mailbox_; }
   // The transport that carries frames between processes. Set once, before any run().
   void attach(TcpTransport* transport) { transport_ = transport; }
+  // The shared-memory transport to same-host peers, if any. Set once, after
+  // attach() and before any operation that should use it.
+  void attach_shm(ShmTransport* shm) { shm_ = shm; }
 
   using Body = std::function<Status(Peers&)>;
   // Runs the operation `name` (next sequence number of that name) on the
@@ -71,6 +75,7 @@ class Engine {
   const EngineOptions opts_;
   Mailbox mailbox_;
   TcpTransport* transport_ = nullptr;
+  ShmTransport* shm_ = nullptr;
 
   mutable std::mutex mu_;
   std::unordered_map<std::string, uint64_t> seqs_;  // guarded by mu_

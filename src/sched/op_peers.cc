@@ -22,9 +22,21 @@ MessageKey OpPeers::key(int peer, Tag tag) const {
   return k;
 }
 
+// The transport that carries frames to `peer`: shared memory on this host, else TCP.
+OpPeers::Route OpPeers::route(int peer) {
+  Route r;
+  if (engine_->shm_ != nullptr && engine_->shm_->reaches(peer)) {
+    r.shm = engine_->shm_;
+  } else {
+    r.tcp = engine_->transport_;
+  }
+  return r;
+}
+
 TransferHandle OpPeers::isend(int peer, Tag tag, const void* buf, size_t len) {
   auto t = std::make_shared<Transfer>(Transfer::Kind::kSend, key(peer, tag), signature_,
                                       const_cast<void*>(buf), len);
+  if (engine_->shm_ != nullptr) t->set_bell(engine_->shm_->bell());
   transfers_.push_back(t);
   Status health = engine_->health();
   if (!health.is_ok()) {
@@ -45,13 +57,14 @@ TransferHandle OpPeers::isend(int peer, Tag tag, const void* buf, size_t len) {
     engine_->mailbox().deliver_local(peer, h, buf);
     t->complete(Status::ok());
   } else {
-    engine_->transport_->send(t, h);
+    route(peer).send(t, h);
   }
   return t;
 }
 
 TransferHandle OpPeers::irecv(int peer, Tag tag, void* buf, size_t len) {
   auto t = std::make_shared<Transfer>(Transfer::Kind::kRecv, key(peer, tag), signature_, buf, len);
+  if (engine_->shm_ != nullptr) t->set_bell(engine_->shm_->bell());
   transfers_.push_back(t);
   Status health = engine_->health();
   if (!health.is_ok()) {
@@ -67,7 +80,8 @@ TransferHandle OpPeers::irecv(int peer, Tag tag, void* buf, size_t len) {
 }
 
 Status OpPeers::wait(const TransferHandle& t) {
-  Status st = t->wait(deadline_);
+  // With same-host peers, the waiting thread moves shared-memory bytes itself.
+  Status st = engine_->shm_ != nullptr ? engine_->shm_->wait(t, deadline_) : t->wait(deadline_);
   if (st.code() == KF_ERR_TIMEOUT) {
     const MessageKey& k = t->key();
     return timeout_error("operation '" + name_ + "' #" + std::to_string(seq_) + " timed out " +
@@ -88,6 +102,8 @@ void OpPeers::withdraw_outstanding(const Status& why) {
     if (t->done()) continue;
     if (t->kind() == Transfer::Kind::kRecv) {
       engine_->mailbox().cancel(t, why);
+    } else if (engine_->shm_ != nullptr && engine_->shm_->reaches(t->key().peer)) {
+      engine_->shm_->cancel_send(t, why);
     } else {
       engine_->transport_->cancel_send(t, why);
     }

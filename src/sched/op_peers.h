@@ -9,6 +9,8 @@
 
 #include "algo/peers.h"
 #include "base/deadline.h"
+#include "transport/shm/shm_transport.h"
+#include "transport/tcp/tcp_transport.h"
 #include "transport/transfer.h"
 
 namespace kf {
@@ -31,6 +33,18 @@ class OpPeers : public Peers {
 
  private:
   MessageKey key(int peer, Tag tag) const;
+  struct Route {
+    ShmTransport* shm = nullptr;
+    TcpTransport* tcp = nullptr;
+    void send(const TransferHandle& t, const FrameHeader& h) {
+      if (shm != nullptr) {
+        shm->send(t, h);
+      } else {
+        tcp->send(t, h);
+      }
+    }
+  };
+  Route route(int peer);
 
   Engine* const engine_;
   const std::string name_;

@@ -1,5 +1,7 @@
 #include "transport/transfer.h"
 
+#include "transport/shm/doorbell.h"
+
 namespace kf {
 
 bool Transfer::complete(const Status& st) {
@@ -10,6 +12,7 @@ bool Transfer::complete(const Status& st) {
     status_ = st;
   }
   cv_.notify_all();
+  if (bell_ != nullptr) bell_->ring();
   return true;
 }
 

@@ -15,6 +15,8 @@
 
 namespace kf {
 
+struct Doorbell;
+
 // Identifies one message within a communicator epoch.
 struct MessageKey {
   int peer = 0;  // the other rank: source of a receive, destination of a send
@@ -60,6 +62,10 @@ class Transfer {
   Status wait(const Deadline& deadline);
   Status status() const;
 
+  // Rings `bell` on completion (after waking cv waiters), for waiters that
+  // sleep on a doorbell rather than on this transfer. Set before posting.
+  void set_bell(Doorbell* bell) { bell_ = bell; }
+
   // Serialises writes into a receive buffer with cancellation: the progress
   // thread copies payload only while holding io_mutex() and only when
   // !cancelled(); cancel() takes the same lock, so after it returns nothing
@@ -79,6 +85,8 @@ class Transfer {
   std::condition_variable cv_;
   bool done_ = false;
   Status status_;
+
+  Doorbell* bell_ = nullptr;
 
   std::mutex io_mu_;
   bool cancelled_ = false;  // guarded by io_mu_

@@ -1,0 +1,32 @@
+#include "transport/shm/doorbell.h"
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <climits>
+
+namespace kf {
+namespace {
+
+long futex(std::atomic<uint32_t>* word, int op, uint32_t val, const timespec* timeout) {
+  // Not FUTEX_PRIVATE_FLAG: the word lives in memory shared between processes.
+  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, val, timeout, nullptr, 0);
+}
+
+}  // namespace
+
+void Doorbell::ring() {
+  seq.fetch_add(1);
+  if (sleepers.load() > 0) futex(&seq, FUTEX_WAKE, INT_MAX, nullptr);
+}
+
+void Doorbell::sleep(uint32_t token, int timeout_ms) {
+  timespec ts;
+  ts.tv_sec = timeout_ms / 1000;
+  ts.tv_nsec = static_cast<long>(timeout_ms % 1000) * 1000000L;
+  futex(&seq, FUTEX_WAIT, token, &ts);
+}
+
+}  // namespace kf

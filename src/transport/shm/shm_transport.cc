@@ -1,0 +1,219 @@
+#include "transport/shm/shm_transport.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "base/log.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define KF_CPU_RELAX() _mm_pause()
+#else
+#define KF_CPU_RELAX() ((void)0)
+#endif
+
+namespace kf {
+namespace {
+
+constexpr uint64_t kSegmentMagic = 0x314d48534b46ull;  // "KFSHM1"
+
+struct SegmentHeader {
+  uint64_t magic;
+  uint64_t ring_bytes;
+  uint64_t slots;
+  char pad[40];
+  Doorbell bell;
+};
+static_assert(sizeof(SegmentHeader) % 64 == 0, "cache-line aligned");
+
+// How long a waiter polls before it sleeps on its doorbell.
+constexpr auto kSpin = std::chrono::microseconds(50);
+constexpr auto kSpinOversubscribed = std::chrono::microseconds(2);
+// Upper bound of one sleep, so a lost wake-up costs at most this much.
+constexpr int kSleepMs = 100;
+
+}  // namespace
+
+struct ShmTransport::Conn {
+  Conn(int peer_rank, uint32_t epoch, Mailbox* mailbox, RingWriter w, RingReader r, Doorbell* b)
+      : peer(peer_rank), out(w), in(r), peer_bell(b),
+        reader(peer_rank, epoch, mailbox, FrameReader::Hooks{}) {}
+
+  const int peer;
+  RingWriter out;
+  RingReader in;
+  Doorbell* const peer_bell;  // in the peer's segment
+
+  std::mutex send_mu;
+  SendQueue queue;  // guarded by send_mu
+  std::mutex recv_mu;
+  FrameReader reader;  // guarded by recv_mu
+
+  // Writes what fits and rings the peer if anything was written. Returns
+  // whether bytes moved. Caller holds send_mu. (Ring writes cannot fail.)
+  bool flush_locked() {
+    if (queue.empty()) return false;
+    uint64_t before = out.position();
+    bool blocked = false;
+    queue.flush(out, &blocked);
+    if (out.position() == before) return false;
+    peer_bell->ring();
+    return true;
+  }
+
+  // Reads what has arrived and rings the peer if ring space was freed.
+  // Returns whether bytes moved. Caller holds recv_mu.
+  bool pump_locked() {
+    uint64_t before = in.position();
+    Status st = reader.pump(in);
+    if (!st.is_ok()) {
+      KF_LOG_ERROR("shared-memory stream from rank " + std::to_string(peer) + ": " + st.message());
+    }
+    if (in.position() == before) return false;
+    peer_bell->ring();
+    return true;
+  }
+};
+
+ShmTransport::ShmTransport(const ShmOptions& opts, Mailbox* mailbox)
+    : opts_(opts), mailbox_(mailbox) {}
+
+ShmTransport::~ShmTransport() = default;
+
+std::string ShmTransport::segment_name(int rank) const {
+  return "/kf-" + opts_.tag + "-" + std::to_string(rank);
+}
+
+size_t ShmTransport::segment_bytes() const {
+  return sizeof(SegmentHeader) + opts_.local_ranks.size() * (sizeof(RingHeader) + opts_.ring_bytes);
+}
+
+int ShmTransport::local_index(int rank) const {
+  auto it = std::lower_bound(opts_.local_ranks.begin(), opts_.local_ranks.end(), rank);
+  return static_cast<int>(it - opts_.local_ranks.begin());
+}
+
+RingHeader* ShmTransport::ring_header(char* segment, int slot) const {
+  return reinterpret_cast<RingHeader*>(segment + sizeof(SegmentHeader) +
+                                       static_cast<size_t>(slot) * (sizeof(RingHeader) + opts_.ring_bytes));
+}
+
+Status ShmTransport::create(const ShmOptions& opts, Mailbox* mailbox,
+                            std::unique_ptr<ShmTransport>* out) {
+  std::unique_ptr<ShmTransport> t(new ShmTransport(opts, mailbox));
+  KF_RETURN_IF_ERROR(ShmSegment::create(t->segment_name(opts.rank), t->segment_bytes(), &t->own_));
+  auto* h = new (t->own_.data()) SegmentHeader();
+  h->magic = kSegmentMagic;
+  h->ring_bytes = opts.ring_bytes;
+  h->slots = opts.local_ranks.size();
+  for (size_t s = 0; s < opts.local_ranks.size(); ++s) {
+    new (t->ring_header(t->own_.data(), static_cast<int>(s))) RingHeader();
+  }
+  t->bell_ = &h->bell;
+  *out = std::move(t);
+  return Status::ok();
+}
+
+Status ShmTransport::map_peers() {
+  int size = 0;
+  for (int r : opts_.local_ranks) size = std::max(size, r + 1);
+  conns_.resize(static_cast<size_t>(size));
+  const int me = local_index(opts_.rank);
+  for (int r : opts_.local_ranks) {
+    if (r == opts_.rank) continue;
+    ShmSegment seg;
+    KF_RETURN_IF_ERROR(ShmSegment::open(segment_name(r), segment_bytes(), &seg));
+    auto* h = reinterpret_cast<SegmentHeader*>(seg.data());
+    if (h->magic != kSegmentMagic || h->ring_bytes != opts_.ring_bytes ||
+        h->slots != opts_.local_ranks.size()) {
+      return internal_error("shared-memory segment of rank " + std::to_string(r) + " has another layout");
+    }
+    const int slot_in_peer = me;
+    const int slot_in_mine = local_index(r);
+    RingWriter w(ring_header(seg.data(), slot_in_peer),
+                 reinterpret_cast<char*>(ring_header(seg.data(), slot_in_peer) + 1), opts_.ring_bytes);
+    RingReader rd(ring_header(own_.data(), slot_in_mine),
+                  reinterpret_cast<char*>(ring_header(own_.data(), slot_in_mine) + 1), opts_.ring_bytes);
+    conns_[static_cast<size_t>(r)] = std::make_unique<Conn>(r, opts_.epoch, mailbox_, w, rd, &h->bell);
+    peer_segments_.push_back(std::move(seg));
+  }
+  return Status::ok();
+}
+
+bool ShmTransport::reaches(int rank) const {
+  return rank >= 0 && static_cast<size_t>(rank) < conns_.size() && conns_[static_cast<size_t>(rank)];
+}
+
+void ShmTransport::send(const TransferHandle& t, const FrameHeader& h) {
+  Conn& c = *conns_[static_cast<size_t>(t->key().peer)];
+  std::lock_guard<std::mutex> lock(c.send_mu);
+  c.queue.push(SendItem::data_frame(h, t));
+  c.flush_locked();
+}
+
+void ShmTransport::cancel_send(const TransferHandle& t, const Status& why) {
+  Conn& c = *conns_[static_cast<size_t>(t->key().peer)];
+  std::lock_guard<std::mutex> lock(c.send_mu);
+  c.queue.cancel(t, why);
+}
+
+void ShmTransport::fail_all(const Status& why) {
+  for (auto& c : conns_) {
+    if (!c) continue;
+    std::lock_guard<std::mutex> lock(c->send_mu);
+    c->queue.fail_all(why);
+  }
+  bell_->ring();
+}
+
+bool ShmTransport::progress() {
+  bool moved = false;
+  for (auto& cp : conns_) {
+    if (!cp) continue;
+    Conn& c = *cp;
+    {
+      std::unique_lock<std::mutex> lock(c.send_mu, std::try_to_lock);
+      if (lock.owns_lock() && !c.queue.empty()) moved |= c.flush_locked();
+    }
+    if (c.in.has_data() || c.reader.paused()) {
+      std::unique_lock<std::mutex> lock(c.recv_mu, std::try_to_lock);
+      if (lock.owns_lock()) moved |= c.pump_locked();
+    }
+  }
+  return moved;
+}
+
+Status ShmTransport::wait(const TransferHandle& t, const Deadline& deadline) {
+  const auto spin = opts_.oversubscribed ? kSpinOversubscribed : kSpin;
+  auto spin_until = Clock::now() + spin;
+  unsigned polls = 0;
+  for (;;) {
+    if (progress()) spin_until = Clock::now() + spin;
+    if (t->done()) return t->status();
+    if (Clock::now() < spin_until) {
+      if (opts_.oversubscribed || (++polls & 63) == 0) {
+        sched_yield();
+      } else {
+        KF_CPU_RELAX();
+      }
+      continue;
+    }
+    uint32_t token = bell_->prepare();
+    progress();
+    if (t->done()) {
+      bell_->done();
+      return t->status();
+    }
+    if (deadline.expired()) {
+      bell_->done();
+      return timeout_error("timed out");
+    }
+    bell_->sleep(token, deadline.remaining_ms(kSleepMs));
+    bell_->done();
+    spin_until = Clock::now() + spin;
+  }
+}
+
+}  // namespace kf

@@ -1,0 +1,77 @@
+// Shared-memory transport between the ranks of one communicator that share
+// a host. Every rank owns one segment holding a ring per local sender and
+// its doorbell; peers map it and write frames into their ring, exactly as
+// they would into a TCP stream (same framing, same Mailbox).
+//
+// There is no progress thread: the threads that wait for transfers move the
+// bytes (progress()), spinning briefly and then sleeping on their doorbell,
+// which senders ring. So small messages never pay a thread hand-off, and an
+// idle communicator uses no CPU. Peer failure is detected by the TCP
+// connection every pair of ranks keeps anyway.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/deadline.h"
+#include "transport/frame_stream.h"
+#include "transport/mailbox.h"
+#include "transport/shm/doorbell.h"
+#include "transport/shm/shm_ring.h"
+#include "transport/shm/shm_segment.h"
+
+namespace kf {
+
+struct ShmOptions {
+  int rank = 0;
+  uint32_t epoch = 1;
+  std::vector<int> local_ranks;  // sorted; includes this rank
+  std::string tag;               // unique per communicator instance on this host
+  size_t ring_bytes = 1 << 20;   // power of two
+  bool oversubscribed = false;   // more local ranks than cores: spin less
+};
+
+class ShmTransport {
+ public:
+  // Step 1 of set-up: create this rank's segment.
+  static Status create(const ShmOptions& opts, Mailbox* mailbox, std::unique_ptr<ShmTransport>* out);
+  ~ShmTransport();
+
+  // Step 2, after every local rank finished step 1: map the peers' segments.
+  Status map_peers();
+  // Step 3, after every local rank finished step 2: remove our segment's name.
+  void unlink_own() { own_.unlink(); }
+
+  bool reaches(int rank) const;
+  Doorbell* bell() const { return bell_; }
+
+  // Queues the data frame of send transfer `t` and writes what fits now.
+  void send(const TransferHandle& t, const FrameHeader& h);
+  void cancel_send(const TransferHandle& t, const Status& why);
+  // Fails every queued send (the communicator broke) and wakes waiters.
+  void fail_all(const Status& why);
+
+  // Moves bytes on every connection; returns true if anything moved.
+  bool progress();
+  // Waits for `t`, driving progress, until it completes or the deadline passes.
+  Status wait(const TransferHandle& t, const Deadline& deadline);
+
+ private:
+  struct Conn;
+  ShmTransport(const ShmOptions& opts, Mailbox* mailbox);
+  std::string segment_name(int rank) const;
+  size_t segment_bytes() const;
+  int local_index(int rank) const;
+  RingHeader* ring_header(char* segment, int slot) const;
+
+  const ShmOptions opts_;
+  Mailbox* const mailbox_;
+  ShmSegment own_;
+  Doorbell* bell_ = nullptr;
+  std::vector<ShmSegment> peer_segments_;
+  std::vector<std::unique_ptr<Conn>> conns_;  // indexed by global rank; null if not local
+};
+
+}  // namespace kf
