@@ -1,14 +1,13 @@
 // all_reduce_perf: kf_all_reduce through the perf engine.
+// size = count * esize; busbw = algbw * 2(n-1)/n; in place: sendbuf == recvbuf.
 #include "common/data.h"
 #include "common/engine.h"
 
 namespace {
 
-kfp::Counts get_counts(size_t bytes, size_t esize, int /*nranks*/) {
+kfp::Counts get_counts(size_t bytes, size_t esize, int /*nranks*/, int /*rank*/) {
   kfp::Counts c;
   c.send = c.recv = c.param = bytes / esize;
-  c.inplace_send_in_recv = true;
-  c.inplace_offset = 0;  // in place: sendbuf == recvbuf
   return c;
 }
 
@@ -26,13 +25,19 @@ kf_status_t run(const kfp::RunParams& p, const void* send, void* recv) {
 }
 
 double bus_factor(int nranks) {
-  return nranks > 1 ? 2.0 * (nranks - 1) / nranks : 0.0;
+  return 2.0 * (nranks - 1) / nranks;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const kfp::CollDesc coll{"all_reduce", true,          false, get_counts,
-                           init_input,   fill_expected, run,   bus_factor};
+  kfp::CollDesc coll;
+  coll.name = "all_reduce";
+  coll.uses_op = true;
+  coll.get_counts = get_counts;
+  coll.init_input = init_input;
+  coll.fill_expected = fill_expected;
+  coll.run = run;
+  coll.bus_factor = bus_factor;
   return kfp::run_perf(coll, argc, argv);
 }
