@@ -8,8 +8,12 @@
 namespace kf {
 namespace {
 
-bool valid(kf_dtype_t dtype) { return static_cast<unsigned>(dtype) < KF_DTYPE_COUNT; }
-bool valid(kf_op_t op) { return static_cast<unsigned>(op) < KF_OP_COUNT; }
+bool valid(kf_dtype_t dtype) {
+  return static_cast<unsigned>(dtype) < KF_DTYPE_COUNT;
+}
+bool valid(kf_op_t op) {
+  return static_cast<unsigned>(op) < KF_OP_COUNT;
+}
 
 }  // namespace
 

@@ -54,7 +54,9 @@ struct F32 {
   static KF_AVX2_INLINE V max(V a, V b) {
     return _mm256_blendv_ps(_mm256_max_ps(a, b), a, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
   }
-  static KF_AVX2_INLINE V div(V a, int n) { return _mm256_div_ps(a, _mm256_set1_ps(static_cast<float>(n))); }
+  static KF_AVX2_INLINE V div(V a, int n) {
+    return _mm256_div_ps(a, _mm256_set1_ps(static_cast<float>(n)));
+  }
 };
 
 struct F64 {
@@ -69,7 +71,9 @@ struct F64 {
   static KF_AVX2_INLINE V max(V a, V b) {
     return _mm256_blendv_pd(_mm256_max_pd(a, b), a, _mm256_cmp_pd(a, a, _CMP_UNORD_Q));
   }
-  static KF_AVX2_INLINE V div(V a, int n) { return _mm256_div_pd(a, _mm256_set1_pd(static_cast<double>(n))); }
+  static KF_AVX2_INLINE V div(V a, int n) {
+    return _mm256_div_pd(a, _mm256_set1_pd(static_cast<double>(n)));
+  }
 };
 
 // Unaligned loads and stores of any integer type.
@@ -78,7 +82,9 @@ struct IntV {
   static KF_AVX2_INLINE V load(const void* p) {
     return _mm256_loadu_si256(static_cast<const __m256i*>(p));
   }
-  static KF_AVX2_INLINE void store(void* p, V v) { _mm256_storeu_si256(static_cast<__m256i*>(p), v); }
+  static KF_AVX2_INLINE void store(void* p, V v) {
+    _mm256_storeu_si256(static_cast<__m256i*>(p), v);
+  }
 };
 
 template <bool kSigned>
@@ -182,7 +188,8 @@ struct BFloatIO {
     const __m256i bias = _mm256_add_epi32(_mm256_set1_epi32(0x7fff), odd);
     const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(x, bias), 16);
     const __m256i nan = _mm256_or_si256(hi, _mm256_set1_epi32(0x40));
-    const __m256i r = _mm256_blendv_epi8(rounded, nan, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+    const __m256i r =
+        _mm256_blendv_epi8(rounded, nan, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
     // Every lane is below 2^16, so the saturating pack is a plain narrowing.
     const __m128i packed =
         _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
@@ -244,7 +251,8 @@ KF_AVX2 void combine(void* out, const void* a, const void* b, size_t n) {
     IO::store(o + i + 2 * L, Op::template apply<A>(x2, y2));
     IO::store(o + i + 3 * L, Op::template apply<A>(x3, y3));
   }
-  for (; i + L <= n; i += L) IO::store(o + i, Op::template apply<A>(IO::load(pa + i), IO::load(pb + i)));
+  for (; i + L <= n; i += L)
+    IO::store(o + i, Op::template apply<A>(IO::load(pa + i), IO::load(pb + i)));
   scalar_combine<typename IO::Scalar, typename Op::ScalarOp>(o + i, pa + i, pb + i, n - i);
 }
 
@@ -303,7 +311,9 @@ const KernelTable* avx2_table() {
 
 namespace kf {
 namespace kernels {
-const KernelTable* avx2_table() { return nullptr; }
+const KernelTable* avx2_table() {
+  return nullptr;
+}
 }  // namespace kernels
 }  // namespace kf
 

@@ -112,7 +112,8 @@ const KernelTable& active_kernels() {
   // Racing first calls compute the same answer; the first store wins.
   const KernelTable* fresh = initial_table();
   const KernelTable* expected = nullptr;
-  if (!g_active.compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) return *expected;
+  if (!g_active.compare_exchange_strong(expected, fresh, std::memory_order_acq_rel))
+    return *expected;
   return *fresh;
 }
 
