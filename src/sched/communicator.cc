@@ -119,6 +119,11 @@ Status Communicator::connect_shm(const std::vector<std::string>& addresses) {
   size_t pow2 = 64 * 1024;
   while (pow2 < bytes && pow2 < (size_t(4) << 20)) pow2 <<= 1;
   o.ring_bytes = pow2;
+  int64_t staging = knob_int(Knob::KF_SHM_STAGING_BYTES);
+  // Default: 256 KiB pieces per rank (cache sized), 512 KiB to 4 MiB in all.
+  size_t stage = staging > 0 ? static_cast<size_t>(staging)
+                             : std::min<size_t>(std::max<size_t>(o.local_ranks.size() << 18, 1 << 19), 4 << 20);
+  o.staging_bytes = (stage + 63) / 64 * 64;
   o.oversubscribed = o.local_ranks.size() > std::thread::hardware_concurrency();
   // The lowest local rank's data address is unique on this host while the
   // communicator lives: it names this communicator's segments.
@@ -142,6 +147,9 @@ Status Communicator::connect_shm(const std::vector<std::string>& addresses) {
   }
   shm_->unlink_own();
   engine_.attach_shm(shm_.get());
+  // Every rank sees the same hosts, so every rank makes the same choice.
+  use_arena_ = shm_->local_size() == size_ && algo_.algorithm == Algorithm::kAuto;
+  one_shot_bytes_ = static_cast<size_t>(std::max<int64_t>(0, knob_int(Knob::KF_SHM_ONE_SHOT_BYTES)));
   return Status::ok();
 }
 

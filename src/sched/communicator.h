@@ -68,6 +68,10 @@ class Communicator {
   std::unique_ptr<TcpTransport> tcp_;
   std::unique_ptr<ShmTransport> shm_;
   bool shut_down_ = false;
+  // Shared-memory collectives: used when every rank shares this host.
+  bool use_arena_ = false;
+  int arena_next_buffer_ = 0;
+  size_t one_shot_bytes_ = 0;
 };
 
 }  // namespace kf

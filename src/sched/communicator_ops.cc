@@ -1,7 +1,9 @@
 // The blocking collectives of Communicator: each is one named operation on
 // the engine, running its algorithm on the calling thread.
 #include "algo/collectives.h"
+#include "algo/shm_collectives.h"
 #include "base/dtype.h"
+#include "sched/op_arena.h"
 #include "sched/communicator.h"
 
 namespace kf {
@@ -28,6 +30,10 @@ OpSignature sig(OpKind kind, size_t count, int dtype, int op, int root) {
 Status Communicator::all_reduce(const void* send, void* recv, size_t count, kf_dtype_t dt,
                                 kf_op_t op) {
   return engine_.run("kf.all_reduce", sig(kAllReduce, count, dt, op, -1), [&](Peers& p) {
+    if (use_arena_) {
+      OpArena arena(shm_.get(), &engine_, Deadline::after_ms(opts_.timeout_ms), &arena_next_buffer_);
+      return arena_all_reduce(arena, send, recv, count, dt, op, one_shot_bytes_);
+    }
     return kf::all_reduce(p, algo_, send, recv, count, dt, op);
   });
 }

@@ -18,8 +18,13 @@ long futex(std::atomic<uint32_t>* word, int op, uint32_t val, const timespec* ti
 }  // namespace
 
 void Doorbell::ring() {
+  // The fence orders the caller's publication of work before the check of
+  // `sleepers`; a waiter increments `sleepers` before re-checking for work.
+  // So either the waiter sees the work, or we see the waiter and wake it.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (sleepers.load(std::memory_order_relaxed) == 0) return;
   seq.fetch_add(1);
-  if (sleepers.load() > 0) futex(&seq, FUTEX_WAKE, INT_MAX, nullptr);
+  futex(&seq, FUTEX_WAKE, INT_MAX, nullptr);
 }
 
 void Doorbell::sleep(uint32_t token, int timeout_ms) {

@@ -13,7 +13,8 @@ struct alignas(64) Doorbell {
   std::atomic<uint32_t> seq{0};
   std::atomic<uint32_t> sleepers{0};
 
-  // Wakes the waiters, if any sleep. Callable from any process mapping it.
+  // Wakes the waiters, if any sleep; costs no system call when none does.
+  // Call after publishing the work. Callable from any process mapping it.
   void ring();
   // Announce-then-sleep protocol: call prepare(), re-check for work, then
   // sleep(token, ms) if there is none; always finish with done().

@@ -23,8 +23,10 @@ struct SegmentHeader {
   uint64_t magic;
   uint64_t ring_bytes;
   uint64_t slots;
-  char pad[40];
+  uint64_t staging_bytes;
+  char pad[32];
   Doorbell bell;
+  RingCursor arrived;  // staging barriers this rank has entered
 };
 static_assert(sizeof(SegmentHeader) % 64 == 0, "cache-line aligned");
 
@@ -87,7 +89,52 @@ std::string ShmTransport::segment_name(int rank) const {
 }
 
 size_t ShmTransport::segment_bytes() const {
-  return sizeof(SegmentHeader) + opts_.local_ranks.size() * (sizeof(RingHeader) + opts_.ring_bytes);
+  return sizeof(SegmentHeader) + opts_.local_ranks.size() * (sizeof(RingHeader) + opts_.ring_bytes) +
+         2 * opts_.staging_bytes;
+}
+
+char* ShmTransport::staging(int local, int which) const {
+  return segment_of_local_[static_cast<size_t>(local)] + sizeof(SegmentHeader) +
+         opts_.local_ranks.size() * (sizeof(RingHeader) + opts_.ring_bytes) +
+         static_cast<size_t>(which) * opts_.staging_bytes;
+}
+
+Status ShmTransport::staging_barrier(const Deadline& deadline,
+                                     const std::function<Status()>& health) {
+  const uint64_t gen = ++barrier_generation_;
+  auto* mine = reinterpret_cast<SegmentHeader*>(own_.data());
+  mine->arrived.value.store(gen, std::memory_order_seq_cst);
+  for (char* seg : segment_of_local_) {
+    auto* h = reinterpret_cast<SegmentHeader*>(seg);
+    if (h != mine) h->bell.ring();
+  }
+  auto all_arrived = [&] {
+    for (char* seg : segment_of_local_) {
+      if (reinterpret_cast<SegmentHeader*>(seg)->arrived.value.load(std::memory_order_acquire) < gen) {
+        return false;
+      }
+    }
+    return true;
+  };
+  const auto spin = opts_.oversubscribed ? kSpinOversubscribed : kSpin;
+  auto spin_until = Clock::now() + spin;
+  unsigned polls = 0;
+  while (!all_arrived()) {
+    if (Clock::now() < spin_until) {
+      if (opts_.oversubscribed || (++polls & 255) == 0) {
+        sched_yield();
+      } else {
+        KF_CPU_RELAX();
+      }
+      continue;
+    }
+    KF_RETURN_IF_ERROR(health());
+    if (deadline.expired()) return timeout_error("timed out in a shared-memory barrier");
+    uint32_t token = bell_->prepare();
+    if (!all_arrived()) bell_->sleep(token, deadline.remaining_ms(kSleepMs));
+    bell_->done();
+  }
+  return Status::ok();
 }
 
 int ShmTransport::local_index(int rank) const {
@@ -108,6 +155,7 @@ Status ShmTransport::create(const ShmOptions& opts, Mailbox* mailbox,
   h->magic = kSegmentMagic;
   h->ring_bytes = opts.ring_bytes;
   h->slots = opts.local_ranks.size();
+  h->staging_bytes = opts.staging_bytes;
   for (size_t s = 0; s < opts.local_ranks.size(); ++s) {
     new (t->ring_header(t->own_.data(), static_cast<int>(s))) RingHeader();
   }
@@ -120,14 +168,16 @@ Status ShmTransport::map_peers() {
   int size = 0;
   for (int r : opts_.local_ranks) size = std::max(size, r + 1);
   conns_.resize(static_cast<size_t>(size));
+  segment_of_local_.assign(opts_.local_ranks.size(), nullptr);
   const int me = local_index(opts_.rank);
+  segment_of_local_[static_cast<size_t>(me)] = own_.data();
   for (int r : opts_.local_ranks) {
     if (r == opts_.rank) continue;
     ShmSegment seg;
     KF_RETURN_IF_ERROR(ShmSegment::open(segment_name(r), segment_bytes(), &seg));
     auto* h = reinterpret_cast<SegmentHeader*>(seg.data());
     if (h->magic != kSegmentMagic || h->ring_bytes != opts_.ring_bytes ||
-        h->slots != opts_.local_ranks.size()) {
+        h->slots != opts_.local_ranks.size() || h->staging_bytes != opts_.staging_bytes) {
       return internal_error("shared-memory segment of rank " + std::to_string(r) + " has another layout");
     }
     const int slot_in_peer = me;
@@ -137,6 +187,7 @@ Status ShmTransport::map_peers() {
     RingReader rd(ring_header(own_.data(), slot_in_mine),
                   reinterpret_cast<char*>(ring_header(own_.data(), slot_in_mine) + 1), opts_.ring_bytes);
     conns_[static_cast<size_t>(r)] = std::make_unique<Conn>(r, opts_.epoch, mailbox_, w, rd, &h->bell);
+    segment_of_local_[static_cast<size_t>(local_index(r))] = seg.data();
     peer_segments_.push_back(std::move(seg));
   }
   return Status::ok();

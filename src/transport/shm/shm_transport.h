@@ -10,6 +10,7 @@
 // connection every pair of ranks keeps anyway.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -30,6 +31,7 @@ struct ShmOptions {
   std::vector<int> local_ranks;  // sorted; includes this rank
   std::string tag;               // unique per communicator instance on this host
   size_t ring_bytes = 1 << 20;   // power of two
+  size_t staging_bytes = 1 << 20;  // each of the two staging buffers (multiple of 64)
   bool oversubscribed = false;   // more local ranks than cores: spin less
 };
 
@@ -58,6 +60,16 @@ class ShmTransport {
   // Waits for `t`, driving progress, until it completes or the deadline passes.
   Status wait(const TransferHandle& t, const Deadline& deadline);
 
+  // The staging area used by the shared-memory collectives (algo/arena.h).
+  // Local indices: position in local_ranks.
+  int local_index() const { return local_index(opts_.rank); }
+  int local_size() const { return static_cast<int>(opts_.local_ranks.size()); }
+  size_t staging_bytes() const { return opts_.staging_bytes; }
+  char* staging(int local, int which) const;
+  // Waits until every local rank has entered as many staging barriers as
+  // this one; `health` reports a broken communicator. Spins, then sleeps.
+  Status staging_barrier(const Deadline& deadline, const std::function<Status()>& health);
+
  private:
   struct Conn;
   ShmTransport(const ShmOptions& opts, Mailbox* mailbox);
@@ -71,6 +83,8 @@ class ShmTransport {
   ShmSegment own_;
   Doorbell* bell_ = nullptr;
   std::vector<ShmSegment> peer_segments_;
+  std::vector<char*> segment_of_local_;  // every local rank's segment, mapped here
+  uint64_t barrier_generation_ = 0;
   std::vector<std::unique_ptr<Conn>> conns_;  // indexed by global rank; null if not local
 };
 

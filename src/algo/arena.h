@@ -1,0 +1,34 @@
+// SharedArena: what the shared-memory collectives see. Every rank of the
+// group owns two staging buffers that all ranks can read and write directly
+// (double buffering), and the group has a barrier. Algorithms see ranks,
+// buffers and a barrier; they never see segments, futexes or file names.
+#pragma once
+
+#include <cstddef>
+
+#include "base/status.h"
+
+namespace kf {
+
+class SharedArena {
+ public:
+  virtual ~SharedArena() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Bytes of each staging buffer (a multiple of 64).
+  virtual size_t buffer_bytes() const = 0;
+  // Staging buffer `which` (0 or 1) of `rank`, mapped in this process.
+  virtual char* buffer(int rank, int which) = 0;
+  // The buffer index for the next use: 0, 1, 0, ... Every rank calls it in
+  // the same sequence. A use is: write own buffer, barrier, read (barrier,
+  // read)... Alternating makes it safe to write a buffer again two uses
+  // later without an extra barrier: all its readers have since entered a
+  // barrier of the use in between.
+  virtual int next_buffer() = 0;
+  // Returns when every rank has called barrier() as often as this one. Fails
+  // with the communicator's error if a peer is lost, or on timeout.
+  virtual Status barrier() = 0;
+};
+
+}  // namespace kf

@@ -1,0 +1,96 @@
+#include "algo/shm_collectives.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "algo/reduce_kernels.h"
+#include "base/dtype.h"
+
+namespace kf {
+namespace {
+
+Status one_shot_all_reduce(SharedArena& a, const void* send, void* recv, size_t count,
+                           kf_dtype_t dtype, kf_op_t op) {
+  const int n = a.size();
+  const int w = a.next_buffer();
+  std::memcpy(a.buffer(a.rank(), w), send, count * dtype_size(dtype));
+  KF_RETURN_IF_ERROR(a.barrier());
+  // Every rank reduces in rank order, so every rank gets the same bits.
+  reduce_to(dtype, op, recv, a.buffer(0, w), a.buffer(1, w), count);
+  for (int r = 2; r < n; ++r) reduce_into(dtype, op, recv, a.buffer(r, w), count);
+  if (op == KF_AVG) finish_average(dtype, recv, count, n);
+  return Status::ok();
+}
+
+// Piece j of a round of m elements cut into n pieces of at most q elements.
+struct Piece {
+  size_t begin, len;
+};
+Piece piece(size_t m, int n, int j) {
+  size_t q = (m + static_cast<size_t>(n) - 1) / static_cast<size_t>(n);
+  size_t b = std::min(m, q * static_cast<size_t>(j));
+  size_t e = std::min(m, b + q);
+  return {b, e - b};
+}
+
+Status staged_all_reduce(SharedArena& a, const char* send, char* recv, size_t count,
+                         kf_dtype_t dtype, kf_op_t op) {
+  const int n = a.size();
+  const int r = a.rank();
+  const size_t es = dtype_size(dtype);
+  // A round fills one staging buffer: n pieces, each a multiple of 64 bytes.
+  const size_t piece_elems = std::max<size_t>(1, (a.buffer_bytes() / static_cast<size_t>(n)) / 64 * 64 / es);
+  const size_t round_elems = piece_elems * static_cast<size_t>(n);
+  for (size_t base = 0; base < count; base += round_elems) {
+    const size_t m = std::min(round_elems, count - base);
+    const int w = a.next_buffer();
+    char* mine = a.buffer(r, w);
+    // Stage the pieces the other ranks reduce; our own piece is read in place.
+    for (int j = 0; j < n; ++j) {
+      if (j == r) continue;
+      Piece p = piece(m, n, j);
+      if (p.len > 0) std::memcpy(mine + p.begin * es, send + (base + p.begin) * es, p.len * es);
+    }
+    KF_RETURN_IF_ERROR(a.barrier());
+    Piece own = piece(m, n, r);
+    if (own.len > 0) {
+      char* out = recv + (base + own.begin) * es;
+      const size_t off = own.begin * es;
+      // Start from our own input (read in place; in place it already is
+      // `out`), then fold in the others' staged pieces.
+      const char* own_in = send + (base + own.begin) * es;
+      if (own_in != out) std::memcpy(out, own_in, own.len * es);
+      for (int j = 0; j < n; ++j) {
+        if (j != r) reduce_into(dtype, op, out, a.buffer(j, w) + off, own.len);
+      }
+      if (op == KF_AVG) finish_average(dtype, out, own.len, n);
+      std::memcpy(mine + off, out, own.len * es);  // publish the finished piece
+    }
+    KF_RETURN_IF_ERROR(a.barrier());
+    for (int j = 0; j < n; ++j) {
+      if (j == r) continue;
+      Piece p = piece(m, n, j);
+      if (p.len > 0) std::memcpy(recv + (base + p.begin) * es, a.buffer(j, w) + p.begin * es, p.len * es);
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status arena_all_reduce(SharedArena& a, const void* send, void* recv, size_t count,
+                        kf_dtype_t dtype, kf_op_t op, size_t one_shot_max_bytes) {
+  const size_t bytes = count * dtype_size(dtype);
+  if (a.size() == 1) {
+    if (send != recv) std::memcpy(recv, send, bytes);
+    if (op == KF_AVG) finish_average(dtype, recv, count, 1);
+    return Status::ok();
+  }
+  if (bytes <= std::min(one_shot_max_bytes, a.buffer_bytes())) {
+    return one_shot_all_reduce(a, send, recv, count, dtype, op);
+  }
+  return staged_all_reduce(a, static_cast<const char*>(send), static_cast<char*>(recv), count,
+                           dtype, op);
+}
+
+}  // namespace kf
