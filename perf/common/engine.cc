@@ -279,7 +279,8 @@ int parse_args(int argc, char** argv, Options* o) {
     char* end = nullptr;
     errno = 0;
     o->min_bw = std::strtod(env, &end);
-    if (errno != 0 || end == env || *end != '\0' || !(o->min_bw >= 0) || !std::isfinite(o->min_bw)) {
+    if (errno != 0 || end == env || *end != '\0' || !(o->min_bw >= 0) ||
+        !std::isfinite(o->min_bw)) {
       std::fprintf(stderr, "%s: KF_PERF_MIN_BW='%s' is not a bandwidth in GB/s\n", argv[0], env);
       return 1;
     }
@@ -352,8 +353,7 @@ class Sweep {
   uint32_t salt_ = 1;
 };
 
-void Sweep::place(const RunParams& p, char* base, size_t recv_off, char** send,
-                  char** recv) const {
+void Sweep::place(const RunParams& p, char* base, size_t recv_off, char** send, char** recv) const {
   const Counts& c = p.counts;
   const size_t off = c.inplace_offset * kft::element_size(p.dtype);
   if (!p.inplace) {
@@ -480,8 +480,9 @@ bool Sweep::run(kf_dtype_t dtype, kf_op_t op, int root) {
     return false;
   }
   for (size_t bytes = o_.min_bytes; bytes <= o_.max_bytes;) {
-    RunParams p{comm_, rank_, nranks_, dtype, op, root,
-                coll_.get_counts(bytes, esize, nranks_, rank_), 0, false};
+    RunParams p{
+        comm_, rank_, nranks_, dtype, op, root, coll_.get_counts(bytes, esize, nranks_, rank_),
+        0,     false};
     Row row{};
     row.size = (p.counts.send > p.counts.recv ? p.counts.send : p.counts.recv) * esize;
     row.count = p.counts.param;
@@ -732,7 +733,9 @@ int run_perf(const CollDesc& coll, int argc, char** argv) {
     std::printf("# Out of bounds values : %" PRIu64 " %s\n", sweep.wrong_total(),
                 sweep.wrong_total() ? "FAILED" : "OK");
     std::printf("# Avg bus bandwidth    : %g %s\n#\n", avg,
-                o.min_bw < 0 ? "" : gate_failed ? "FAILED" : "OK");
+                o.min_bw < 0  ? ""
+                : gate_failed ? "FAILED"
+                              : "OK");
     if (gate_failed)
       std::printf(
           "# FAILED: KF_PERF_MIN_BW=%g: average bus bandwidth %g GB/s is below 0.9 x %g = %g "
@@ -741,7 +744,8 @@ int run_perf(const CollDesc& coll, int argc, char** argv) {
     std::fflush(stdout);
   }
   if (gate_failed && rank == 0)
-    std::fprintf(stderr, "%s_perf: average bus bandwidth %g GB/s < 0.9 x KF_PERF_MIN_BW (%g GB/s)\n",
+    std::fprintf(stderr,
+                 "%s_perf: average bus bandwidth %g GB/s < 0.9 x KF_PERF_MIN_BW (%g GB/s)\n",
                  coll.name, avg, o.min_bw);
   const bool passed = ok && sweep.wrong_total() == 0 && !gate_failed;
   if (rank == 0 && !o.json.empty()) {
