@@ -157,7 +157,10 @@ void Communicator::shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
   if (tcp_) {
+    // Goodbyes are a courtesy: wait for them a little, less so when the
+    // communicator already broke (a peer may be hung).
     int64_t ms = opts_.timeout_ms < 0 ? 10000 : std::min<int64_t>(opts_.timeout_ms, 10000);
+    if (!engine_.health().is_ok()) ms = std::min<int64_t>(ms, 1000);
     tcp_->shutdown(Deadline::after_ms(ms));
   }
 }

@@ -129,7 +129,16 @@ Status ShmTransport::staging_barrier(const Deadline& deadline,
       continue;
     }
     KF_RETURN_IF_ERROR(health());
-    if (deadline.expired()) return timeout_error("timed out in a shared-memory barrier");
+    if (deadline.expired()) {
+      std::string missing;
+      for (size_t i = 0; i < segment_of_local_.size(); ++i) {
+        auto* h = reinterpret_cast<SegmentHeader*>(segment_of_local_[i]);
+        if (h->arrived.value.load(std::memory_order_acquire) < gen) {
+          missing += (missing.empty() ? "rank " : ", rank ") + std::to_string(opts_.local_ranks[i]);
+        }
+      }
+      return timeout_error("timed out in a shared-memory barrier waiting for " + missing);
+    }
     uint32_t token = bell_->prepare();
     if (!all_arrived()) bell_->sleep(token, deadline.remaining_ms(kSleepMs));
     bell_->done();
