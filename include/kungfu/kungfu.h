@@ -12,10 +12,23 @@
  * fails, kf_comm_last_error() returns a sentence with the detail. No function
  * calls exit() or abort() on bad input or on a peer failure.
  *
- * Threads: a communicator may be used from several threads, but blocking
- * collectives on one communicator must be called in the same order on every
- * rank (as in MPI). kf_comm_destroy() must not race with other calls on the
- * same communicator.
+ * Threads: every function is thread safe. Blocking collectives on one
+ * communicator run one at a time (calls from several threads are serialised)
+ * and must be called in the same order on every rank, as in MPI; a rank that
+ * calls a different collective, or the same one with other arguments, makes
+ * the call fail with KF_ERR_INVALID_USAGE or KF_ERR_TIMEOUT on the ranks
+ * involved. kf_comm_destroy() must not race with other calls on the same
+ * communicator.
+ *
+ * Data paths: ranks on the same host (same hostname and boot id) exchange
+ * data through shared memory; ranks on different hosts through TCP. Set
+ * KF_TRANSPORT=tcp to force TCP everywhere (for testing).
+ *
+ * Failures: if a peer dies or closes its communicator mid-operation, the
+ * operation fails on the survivors with KF_ERR_REMOTE naming the lost rank
+ * (or KF_ERR_TIMEOUT after the configured timeout if the peer hangs), and
+ * every later call on the communicator fails with KF_ERR_ABORTED: destroy it
+ * and create a new one.
  *
  * Counts are numbers of elements (not bytes) and are 64-bit.
  */

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,7 @@ class Communicator {
  private:
   Communicator(int rank, int size, const CommOptions& opts);
   Status connect(const RendezvousPoint& root);
+  Status run_blocking(const std::string& name, const OpSignature& sig, const Engine::Body& body);
   // Sets up shared memory to the ranks on this host (collective; every rank
   // ends with it or, if any rank failed, all fall back to TCP).
   Status connect_shm(const std::vector<std::string>& addresses);
@@ -68,6 +70,7 @@ class Communicator {
   std::unique_ptr<TcpTransport> tcp_;
   std::unique_ptr<ShmTransport> shm_;
   bool shut_down_ = false;
+  std::mutex blocking_mu_;  // serialises blocking calls
   // Shared-memory collectives: used when every rank shares this host.
   bool use_arena_ = false;
   int arena_next_buffer_ = 0;

@@ -27,9 +27,18 @@ OpSignature sig(OpKind kind, size_t count, int dtype, int op, int root) {
 
 }  // namespace
 
+// Blocking calls on one communicator run one at a time: they must be issued
+// in the same order on every rank, and concurrent calls from several threads
+// would have no defined order (and would share the staging area).
+Status Communicator::run_blocking(const std::string& name, const OpSignature& s,
+                                  const Engine::Body& body) {
+  std::lock_guard<std::mutex> lock(blocking_mu_);
+  return engine_.run(name, s, body);
+}
+
 Status Communicator::all_reduce(const void* send, void* recv, size_t count, kf_dtype_t dt,
                                 kf_op_t op) {
-  return engine_.run("kf.all_reduce", sig(kAllReduce, count, dt, op, -1), [&](Peers& p) {
+  return run_blocking("kf.all_reduce", sig(kAllReduce, count, dt, op, -1), [&](Peers& p) {
     if (use_arena_) {
       OpArena arena(shm_.get(), &engine_, Deadline::after_ms(opts_.timeout_ms), &arena_next_buffer_);
       return arena_all_reduce(arena, send, recv, count, dt, op, one_shot_bytes_);
@@ -40,51 +49,51 @@ Status Communicator::all_reduce(const void* send, void* recv, size_t count, kf_d
 
 Status Communicator::broadcast(const void* send, void* recv, size_t count, kf_dtype_t dt,
                                int root) {
-  return engine_.run("kf.broadcast", sig(kBroadcast, count, dt, -1, root), [&](Peers& p) {
+  return run_blocking("kf.broadcast", sig(kBroadcast, count, dt, -1, root), [&](Peers& p) {
     return kf::broadcast(p, algo_, send, recv, count, dt, root);
   });
 }
 
 Status Communicator::reduce(const void* send, void* recv, size_t count, kf_dtype_t dt, kf_op_t op,
                             int root) {
-  return engine_.run("kf.reduce", sig(kReduce, count, dt, op, root), [&](Peers& p) {
+  return run_blocking("kf.reduce", sig(kReduce, count, dt, op, root), [&](Peers& p) {
     return kf::reduce(p, algo_, send, recv, count, dt, op, root);
   });
 }
 
 Status Communicator::all_gather(const void* send, void* recv, size_t count, kf_dtype_t dt) {
-  return engine_.run("kf.all_gather", sig(kAllGather, count, dt, -1, -1), [&](Peers& p) {
+  return run_blocking("kf.all_gather", sig(kAllGather, count, dt, -1, -1), [&](Peers& p) {
     return kf::all_gather(p, algo_, send, recv, count, dt);
   });
 }
 
 Status Communicator::reduce_scatter(const void* send, void* recv, size_t count, kf_dtype_t dt,
                                     kf_op_t op) {
-  return engine_.run("kf.reduce_scatter", sig(kReduceScatter, count, dt, op, -1), [&](Peers& p) {
+  return run_blocking("kf.reduce_scatter", sig(kReduceScatter, count, dt, op, -1), [&](Peers& p) {
     return kf::reduce_scatter(p, algo_, send, recv, count, dt, op);
   });
 }
 
 Status Communicator::all_to_all(const void* send, void* recv, size_t count, kf_dtype_t dt) {
-  return engine_.run("kf.all_to_all", sig(kAllToAll, count, dt, -1, -1), [&](Peers& p) {
+  return run_blocking("kf.all_to_all", sig(kAllToAll, count, dt, -1, -1), [&](Peers& p) {
     return kf::all_to_all(p, algo_, send, recv, count, dt);
   });
 }
 
 Status Communicator::gather(const void* send, void* recv, size_t count, kf_dtype_t dt, int root) {
-  return engine_.run("kf.gather", sig(kGather, count, dt, -1, root), [&](Peers& p) {
+  return run_blocking("kf.gather", sig(kGather, count, dt, -1, root), [&](Peers& p) {
     return kf::gather(p, algo_, send, recv, count, dt, root);
   });
 }
 
 Status Communicator::scatter(const void* send, void* recv, size_t count, kf_dtype_t dt, int root) {
-  return engine_.run("kf.scatter", sig(kScatter, count, dt, -1, root), [&](Peers& p) {
+  return run_blocking("kf.scatter", sig(kScatter, count, dt, -1, root), [&](Peers& p) {
     return kf::scatter(p, algo_, send, recv, count, dt, root);
   });
 }
 
 Status Communicator::barrier() {
-  return engine_.run("kf.barrier", sig(kBarrier, 0, -1, -1, -1),
+  return run_blocking("kf.barrier", sig(kBarrier, 0, -1, -1, -1),
                      [&](Peers& p) { return kf::barrier(p, algo_); });
 }
 
@@ -93,7 +102,7 @@ Status Communicator::barrier() {
 Status Communicator::send(const void* buf, size_t count, kf_dtype_t dt, int peer) {
   std::string name = "kf.p2p." + std::to_string(rank_) + ">" + std::to_string(peer);
   size_t bytes = count * dtype_size(dt);
-  return engine_.run(name, sig(kSendRecv, count, dt, -1, -1), [&](Peers& p) {
+  return run_blocking(name, sig(kSendRecv, count, dt, -1, -1), [&](Peers& p) {
     return p.wait(p.isend(peer, Tag{}, buf, bytes));
   });
 }
@@ -101,7 +110,7 @@ Status Communicator::send(const void* buf, size_t count, kf_dtype_t dt, int peer
 Status Communicator::recv(void* buf, size_t count, kf_dtype_t dt, int peer) {
   std::string name = "kf.p2p." + std::to_string(peer) + ">" + std::to_string(rank_);
   size_t bytes = count * dtype_size(dt);
-  return engine_.run(name, sig(kSendRecv, count, dt, -1, -1), [&](Peers& p) {
+  return run_blocking(name, sig(kSendRecv, count, dt, -1, -1), [&](Peers& p) {
     return p.wait(p.irecv(peer, Tag{}, buf, bytes));
   });
 }
