@@ -555,8 +555,9 @@ std::vector<char> special_buffer(kf_dtype_t t, size_t n, std::mt19937_64& rng) {
   static const uint64_t b16[] = {0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc0, 0xffc1, 0x7f81, 0x0001,
                                  0x007f, 0x0080, 0x7f7f, 0xff7f, 0x3f80, 0x3f81, 0x4380, 0x3b80};
   const size_t es = esize(t);
-  std::vector<char> b(n * es);
-  for (size_t i = 0; i < n; ++i) {
+  // One element more than asked for, so that data() is never null.
+  std::vector<char> b((n + 1) * es);
+  for (size_t i = 0; i <= n; ++i) {
     uint64_t bits = rng();
     const uint64_t pick = rng() % 64;
     if (pick < 24) {
