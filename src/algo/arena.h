@@ -26,6 +26,14 @@ class SharedArena {
   // later without an extra barrier: all its readers have since entered a
   // barrier of the use in between.
   virtual int next_buffer() = 0;
+  // Single-copy access to peers' memory (the same answer on every rank).
+  // A rank exposes one address per operation before a barrier; after it,
+  // peers may read from that address in the rank's address space.
+  virtual bool single_copy() const = 0;
+  virtual void expose(const void* addr) = 0;
+  virtual const char* exposed_by(int rank) = 0;
+  virtual Status read(int rank, const void* remote, void* dst, size_t len) = 0;
+
   // Returns when every rank has called barrier() as often as this one. Fails
   // with the communicator's error if a peer is lost, or on timeout.
   virtual Status barrier() = 0;

@@ -38,6 +38,10 @@ Status staged_all_reduce(SharedArena& a, const char* send, char* recv, size_t co
   const int n = a.size();
   const int r = a.rank();
   const size_t es = dtype_size(dtype);
+  // Single copy: peers read finished pieces straight from our output, so we
+  // need not publish them in staging. Exposed before the first barrier.
+  const bool direct = a.single_copy();
+  if (direct) a.expose(recv);
   // A round fills one staging buffer: n pieces, each a multiple of 64 bytes.
   const size_t piece_elems = std::max<size_t>(1, (a.buffer_bytes() / static_cast<size_t>(n)) / 64 * 64 / es);
   const size_t round_elems = piece_elems * static_cast<size_t>(n);
@@ -64,15 +68,24 @@ Status staged_all_reduce(SharedArena& a, const char* send, char* recv, size_t co
         if (j != r) reduce_into(dtype, op, out, a.buffer(j, w) + off, own.len);
       }
       if (op == KF_AVG) finish_average(dtype, out, own.len, n);
-      std::memcpy(mine + off, out, own.len * es);  // publish the finished piece
+      if (!direct) std::memcpy(mine + off, out, own.len * es);  // publish the finished piece
     }
     KF_RETURN_IF_ERROR(a.barrier());
     for (int j = 0; j < n; ++j) {
       if (j == r) continue;
       Piece p = piece(m, n, j);
-      if (p.len > 0) std::memcpy(recv + (base + p.begin) * es, a.buffer(j, w) + p.begin * es, p.len * es);
+      if (p.len == 0) continue;
+      char* dst = recv + (base + p.begin) * es;
+      if (direct) {
+        KF_RETURN_IF_ERROR(a.read(j, a.exposed_by(j) + (base + p.begin) * es, dst, p.len * es));
+      } else {
+        std::memcpy(dst, a.buffer(j, w) + p.begin * es, p.len * es);
+      }
     }
   }
+  // Peers may still be reading our output: nobody returns (and lets its
+  // caller touch the buffer) until everyone is done.
+  if (direct) KF_RETURN_IF_ERROR(a.barrier());
   return Status::ok();
 }
 

@@ -146,6 +146,13 @@ Status Communicator::connect_shm(const std::vector<std::string>& addresses) {
     return Status::ok();
   }
   shm_->unlink_own();
+  // Can we read the peers' memory directly? Probe it; everyone must agree.
+  shm_->expose_probe();
+  bool all_exposed = false;
+  KF_RETURN_IF_ERROR(agree("shm_expose", true, &all_exposed));
+  bool probe_ok = knob_int(Knob::KF_SHM_SINGLE_COPY) != 0 && shm_->probe_single_copy();
+  KF_RETURN_IF_ERROR(agree("shm_single_copy", probe_ok, &single_copy_));
+  if (!single_copy_) KF_LOG_INFO("single-copy reads of peer memory are off; staging through shared memory");
   engine_.attach_shm(shm_.get());
   // Every rank sees the same hosts, so every rank makes the same choice.
   use_arena_ = shm_->local_size() == size_ && algo_.algorithm == Algorithm::kAuto;

@@ -75,6 +75,7 @@ class Communicator {
   bool use_arena_ = false;
   int arena_next_buffer_ = 0;
   size_t one_shot_bytes_ = 0;
+  bool single_copy_ = false;  // peers' buffers readable with process_vm_readv
 };
 
 }  // namespace kf

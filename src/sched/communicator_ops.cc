@@ -40,7 +40,8 @@ Status Communicator::all_reduce(const void* send, void* recv, size_t count, kf_d
                                 kf_op_t op) {
   return run_blocking("kf.all_reduce", sig(kAllReduce, count, dt, op, -1), [&](Peers& p) {
     if (use_arena_) {
-      OpArena arena(shm_.get(), &engine_, Deadline::after_ms(opts_.timeout_ms), &arena_next_buffer_);
+      OpArena arena(shm_.get(), &engine_, Deadline::after_ms(opts_.timeout_ms), &arena_next_buffer_,
+                    single_copy_);
       return arena_all_reduce(arena, send, recv, count, dt, op, one_shot_bytes_);
     }
     return kf::all_reduce(p, algo_, send, recv, count, dt, op);

@@ -11,8 +11,10 @@ namespace kf {
 
 class OpArena : public SharedArena {
  public:
-  OpArena(ShmTransport* shm, Engine* engine, const Deadline& deadline, int* next_buffer)
-      : shm_(shm), engine_(engine), deadline_(deadline), next_buffer_(next_buffer) {}
+  OpArena(ShmTransport* shm, Engine* engine, const Deadline& deadline, int* next_buffer,
+          bool single_copy)
+      : shm_(shm), engine_(engine), deadline_(deadline), next_buffer_(next_buffer),
+        single_copy_(single_copy) {}
 
   int rank() const override { return shm_->local_index(); }
   int size() const override { return shm_->local_size(); }
@@ -23,6 +25,12 @@ class OpArena : public SharedArena {
     *next_buffer_ ^= 1;
     return b;
   }
+  bool single_copy() const override { return single_copy_; }
+  void expose(const void* addr) override { shm_->expose(addr); }
+  const char* exposed_by(int rank) override { return static_cast<const char*>(shm_->exposed_by(rank)); }
+  Status read(int rank, const void* remote, void* dst, size_t len) override {
+    return shm_->read_peer(rank, remote, dst, len);
+  }
   Status barrier() override {
     return shm_->staging_barrier(deadline_, [this] { return engine_->health(); });
   }
@@ -32,6 +40,7 @@ class OpArena : public SharedArena {
   Engine* engine_;
   Deadline deadline_;
   int* next_buffer_;  // owned by the communicator: alternates across operations
+  bool single_copy_;
 };
 
 }  // namespace kf

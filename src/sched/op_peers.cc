@@ -82,18 +82,21 @@ TransferHandle OpPeers::irecv(int peer, Tag tag, void* buf, size_t len) {
 Status OpPeers::wait(const TransferHandle& t) {
   // With same-host peers, the waiting thread moves shared-memory bytes itself.
   Status st = engine_->shm_ != nullptr ? engine_->shm_->wait(t, deadline_) : t->wait(deadline_);
+  if (st.is_ok()) return st;
+  const MessageKey& k = t->key();
   if (st.code() == KF_ERR_TIMEOUT) {
-    const MessageKey& k = t->key();
-    return timeout_error("operation '" + name_ + "' #" + std::to_string(seq_) + " timed out " +
-                         (t->kind() == Transfer::Kind::kRecv ? "waiting for data from rank "
-                                                             : "sending to rank ") +
-                         std::to_string(k.peer) + " (chunk " + std::to_string(k.chunk) +
-                         ", step " + std::to_string(k.step) + ")");
+    st = timeout_error("operation '" + name_ + "' #" + std::to_string(seq_) + " timed out " +
+                       (t->kind() == Transfer::Kind::kRecv ? "waiting for data from rank "
+                                                           : "sending to rank ") +
+                       std::to_string(k.peer) + " (chunk " + std::to_string(k.chunk) + ", step " +
+                       std::to_string(k.step) + ")");
+  } else {
+    st = Status(st.code(), "operation '" + name_ + "' #" + std::to_string(seq_) + ": " + st.message());
   }
-  if (!st.is_ok()) {
-    return Status(st.code(), "operation '" + name_ + "' #" + std::to_string(seq_) + ": " +
-                                 st.message());
-  }
+  // The algorithm returns this error at once and frees its scratch buffers
+  // as it unwinds: withdraw every pending transfer first, so that nothing is
+  // written into memory that is about to be freed.
+  withdraw_outstanding(st);
   return st;
 }
 

@@ -151,7 +151,11 @@ TransferHandle ThreadPeers::irecv(int peer, Tag tag, void* buf, size_t len) {
 
 Status ThreadPeers::wait(const TransferHandle& t) {
   if (!t) return internal_error("wait on a null handle");
-  return w_.wait(*from_handle(t));
+  Status st = w_.wait(*from_handle(t));
+  // Like the engine: on the first error, everything this rank still has
+  // pending is cancelled before the algorithm unwinds and frees its scratch.
+  if (!st.is_ok()) w_.cancel(rank_);
+  return st;
 }
 
 }  // namespace test

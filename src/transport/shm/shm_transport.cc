@@ -1,6 +1,8 @@
 #include "transport/shm/shm_transport.h"
 
 #include <sched.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <thread>
@@ -27,6 +29,12 @@ struct SegmentHeader {
   char pad[32];
   Doorbell bell;
   RingCursor arrived;  // staging barriers this rank has entered
+  // Single-copy reads: this rank's process id, and an address in its memory
+  // that peers may read with process_vm_readv (set per operation).
+  int64_t pid;
+  std::atomic<uint64_t> exposed;
+  uint64_t probe;  // a known value at a known address, for the start-up probe
+  char pad2[40];
 };
 static_assert(sizeof(SegmentHeader) % 64 == 0, "cache-line aligned");
 
@@ -99,6 +107,54 @@ char* ShmTransport::staging(int local, int which) const {
          static_cast<size_t>(which) * opts_.staging_bytes;
 }
 
+void ShmTransport::expose(const void* addr) {
+  reinterpret_cast<SegmentHeader*>(own_.data())->exposed.store(
+      reinterpret_cast<uint64_t>(addr), std::memory_order_release);
+}
+
+const void* ShmTransport::exposed_by(int local) const {
+  auto* h = reinterpret_cast<SegmentHeader*>(segment_of_local_[static_cast<size_t>(local)]);
+  return reinterpret_cast<const void*>(h->exposed.load(std::memory_order_acquire));
+}
+
+Status ShmTransport::read_peer(int local, const void* remote, void* dst, size_t len) const {
+  auto* h = reinterpret_cast<SegmentHeader*>(segment_of_local_[static_cast<size_t>(local)]);
+  char* out = static_cast<char*>(dst);
+  const char* from = static_cast<const char*>(remote);
+  while (len > 0) {
+    iovec l{out, len}, r{const_cast<char*>(from), len};
+    ssize_t n = process_vm_readv(static_cast<pid_t>(h->pid), &l, 1, &r, 1, 0);
+    if (n <= 0) {
+      if (n < 0 && errno == EINTR) continue;
+      return system_error(errno_text("process_vm_readv", n < 0 ? errno : EIO));
+    }
+    out += n;
+    from += n;
+    len -= static_cast<size_t>(n);
+  }
+  return Status::ok();
+}
+
+bool ShmTransport::probe_single_copy() const {
+  for (size_t i = 0; i < segment_of_local_.size(); ++i) {
+    auto* h = reinterpret_cast<SegmentHeader*>(segment_of_local_[i]);
+    if (segment_of_local_[i] == own_.data()) continue;
+    // The peer exposed the address of its probe word (in its address space);
+    // read it from there and compare with the value seen through our mapping.
+    const void* remote = reinterpret_cast<const void*>(h->exposed.load(std::memory_order_acquire));
+    if (remote == nullptr) return false;
+    uint64_t value = 0;
+    if (!read_peer(static_cast<int>(i), remote, &value, sizeof(value)).is_ok()) return false;
+    if (value != h->probe) return false;
+  }
+  return true;
+}
+
+void ShmTransport::expose_probe() {
+  auto* h = reinterpret_cast<SegmentHeader*>(own_.data());
+  expose(&h->probe);
+}
+
 Status ShmTransport::staging_barrier(const Deadline& deadline,
                                      const std::function<Status()>& health) {
   const uint64_t gen = ++barrier_generation_;
@@ -165,6 +221,8 @@ Status ShmTransport::create(const ShmOptions& opts, Mailbox* mailbox,
   h->ring_bytes = opts.ring_bytes;
   h->slots = opts.local_ranks.size();
   h->staging_bytes = opts.staging_bytes;
+  h->pid = static_cast<int64_t>(getpid());
+  h->probe = kSegmentMagic ^ static_cast<uint64_t>(h->pid);
   for (size_t s = 0; s < opts.local_ranks.size(); ++s) {
     new (t->ring_header(t->own_.data(), static_cast<int>(s))) RingHeader();
   }

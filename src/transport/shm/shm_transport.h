@@ -70,6 +70,17 @@ class ShmTransport {
   // this one; `health` reports a broken communicator. Spins, then sleeps.
   Status staging_barrier(const Deadline& deadline, const std::function<Status()>& health);
 
+  // Single-copy reads of peers' memory (process_vm_readv). A rank exposes
+  // one address per operation (before a barrier); peers read from it.
+  void expose(const void* addr);
+  const void* exposed_by(int local) const;
+  Status read_peer(int local, const void* remote, void* dst, size_t len) const;
+  // Start-up probe, collective: expose_probe(); barrier; probe_single_copy()
+  // tells whether this rank may read every local peer (the kernel may forbid
+  // it: ptrace scope, seccomp, containers).
+  void expose_probe();
+  bool probe_single_copy() const;
+
  private:
   struct Conn;
   ShmTransport(const ShmOptions& opts, Mailbox* mailbox);
