@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -452,7 +453,10 @@ TEST_P(AlgoTest, LargeMessagesUseThePipeline) {
 // a failure on its second wait and the others time out on the missing data.
 class FailingPeers final : public Peers {
  public:
-  FailingPeers(Peers& inner, int fail_at) : inner_(inner), fail_at_(fail_at) {}
+  // `on_fail` withdraws this rank's pending transfers, as a real Peers does
+  // before returning an error (the algorithm then frees its scratch).
+  FailingPeers(Peers& inner, int fail_at, std::function<void()> on_fail)
+      : inner_(inner), fail_at_(fail_at), on_fail_(std::move(on_fail)) {}
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
   TransferHandle isend(int peer, Tag tag, const void* buf, size_t len) override {
@@ -462,13 +466,17 @@ class FailingPeers final : public Peers {
     return inner_.irecv(peer, tag, buf, len);
   }
   Status wait(const TransferHandle& t) override {
-    if (++waits_ == fail_at_) return remote_error("injected peer failure");
+    if (++waits_ == fail_at_) {
+      on_fail_();
+      return remote_error("injected peer failure");
+    }
     return inner_.wait(t);
   }
 
  private:
   Peers& inner_;
   int fail_at_;
+  std::function<void()> on_fail_;
   int waits_ = 0;
 };
 
@@ -485,7 +493,7 @@ TEST_P(AlgoTest, ErrorsPropagate) {
       if (p.rank() != 0)
         return all_reduce(p, o, bufs[p.rank()].data(), bufs[p.rank()].data(), 257, KF_FLOAT32,
                           KF_SUM);
-      FailingPeers f(p, 2);
+      FailingPeers f(p, 2, [&w] { w.cancel(0); });
       return all_reduce(f, o, bufs[0].data(), bufs[0].data(), 257, KF_FLOAT32, KF_SUM);
     });
     EXPECT_EQ(st[0].code(), KF_ERR_REMOTE);
