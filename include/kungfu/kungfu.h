@@ -37,6 +37,7 @@
 
 #include "kungfu/types.h"
 #include "kungfu/version.h"
+#include "kungfu/topology.h"
 
 #ifdef __cplusplus
 extern "C" {
