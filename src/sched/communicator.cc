@@ -3,6 +3,7 @@
 #include "base/config.h"
 #include "base/host_id.h"
 #include "base/log.h"
+#include "topo/binding.h"
 #include "transport/frame.h"
 
 #include <cstdio>
@@ -51,7 +52,11 @@ Status Communicator::create(const RendezvousPoint& root, int rank, int size,
                             const CommOptions& opts, std::unique_ptr<Communicator>* out) {
   std::unique_ptr<Communicator> c(new Communicator(rank, size, opts));
   c->hosts_.assign(static_cast<size_t>(size), host_identity());
+  KF_RETURN_IF_ERROR(discover_local_topology(&c->local_topo_));
   if (size > 1) KF_RETURN_IF_ERROR(c->connect(root));
+  if (size == 1) c->topology_ = JobTopology({c->local_topo_});
+  Status bound = apply_binding(c->topology_, rank, c->local_topo_);
+  if (!bound.is_ok()) KF_LOG_WARN("KF_BIND: " + bound.message());
   *out = std::move(c);
   return Status::ok();
 }
@@ -72,18 +77,22 @@ Status Communicator::connect(const RendezvousPoint& root) {
     std::string ip = route_ip;
     if (pinned_ip) KF_RETURN_IF_ERROR(choose_listen_ip(&ip));
     KF_RETURN_IF_ERROR(tcp_->listen(ip));
-    *record = tcp_->address() + "|" + host_identity();
+    *record = tcp_->address() + "|" + host_identity() + "|" + encode(local_topo_);
     return Status::ok();
   };
   std::vector<std::string> records;
   KF_RETURN_IF_ERROR(rendezvous_exchange(root, rank_, size_, make_record, deadline, &records));
-  std::vector<std::string> addresses;
+  std::vector<std::string> addresses, topo_records;
   for (size_t r = 0; r < records.size(); ++r) {
     size_t bar = records[r].find('|');
-    if (bar == std::string::npos) return remote_error("malformed rendezvous record of rank " + std::to_string(r));
+    size_t bar2 = bar == std::string::npos ? bar : records[r].find('|', bar + 1);
+    if (bar2 == std::string::npos) return remote_error("malformed rendezvous record of rank " + std::to_string(r));
     addresses.push_back(records[r].substr(0, bar));
-    hosts_[r] = records[r].substr(bar + 1);
+    hosts_[r] = records[r].substr(bar + 1, bar2 - bar - 1);
+    topo_records.push_back(records[r].substr(bar2 + 1));
   }
+  Status topo = JobTopology::from_records(topo_records, &topology_);
+  if (!topo.is_ok()) return remote_error("topology exchange: " + topo.message());
   KF_RETURN_IF_ERROR(tcp_->connect_all(addresses, deadline));
   engine_.attach(tcp_.get());
   KF_RETURN_IF_ERROR(connect_shm(addresses));

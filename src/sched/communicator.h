@@ -12,6 +12,7 @@
 #include "base/status.h"
 #include "bootstrap/rendezvous.h"
 #include "sched/engine.h"
+#include "topo/job_topology.h"
 #include "transport/shm/shm_transport.h"
 #include "transport/tcp/tcp_transport.h"
 
@@ -34,6 +35,8 @@ class Communicator {
   const std::string& name() const { return opts_.name; }
   // Host identity of every rank (hostname/boot id), in rank order.
   const std::vector<std::string>& hosts() const { return hosts_; }
+  // Layout of the whole job (src/topo), exchanged at init.
+  const JobTopology& topology() const { return topology_; }
 
   // Says goodbye to the peers and closes connections (bounded by the timeout).
   void shutdown();
@@ -66,6 +69,8 @@ class Communicator {
   const CommOptions opts_;
   const AlgoOptions algo_;  // from the KF_ALGO* knobs, read once
   std::vector<std::string> hosts_;
+  LocalTopology local_topo_;  // this rank's, discovered in create()
+  JobTopology topology_;
   Engine engine_;
   std::unique_ptr<TcpTransport> tcp_;
   std::unique_ptr<ShmTransport> shm_;
