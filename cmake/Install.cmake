@@ -76,6 +76,7 @@ install(CODE "
   set(KF_PC_INCLUDEDIR [[${KF_PC_INCLUDEDIR}]])
   set(PROJECT_VERSION [[${PROJECT_VERSION}]])
   set(PROJECT_DESCRIPTION [[${PROJECT_DESCRIPTION}]])
+  set(KF_PC_HWLOC [[${KF_PC_HWLOC}]])
   configure_file([[${KF_PC_TEMPLATE}]] [[${KF_PC_INSTALL_FILE}]] @ONLY)
   " COMPONENT Development)
 install(FILES "${KF_PC_INSTALL_FILE}"
