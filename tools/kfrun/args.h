@@ -8,6 +8,16 @@
 
 namespace kfrun {
 
+// One entry of -H / --hostfile: a host name or address and how many ranks
+// it takes. Entries naming the same host are merged (slots added).
+struct HostSlots {
+  std::string host;
+  int slots = 1;
+};
+
+// The remote-exec template used when neither --rsh nor KF_RSH is given.
+constexpr const char kDefaultRsh[] = "ssh -o BatchMode=yes {host}";
+
 struct Options {
   int np = 0;                      // number of ranks, > 0 once parsed
   double timeout_seconds = 0;      // 0: no timeout
@@ -17,6 +27,10 @@ struct Options {
   // in command-line order; later entries win.
   std::vector<std::pair<std::string, std::string>> exports;
   std::vector<std::string> command;  // program and its arguments
+  // -H/--hosts and --hostfile, in order; empty: every rank on this host.
+  std::vector<HostSlots> hosts;
+  // --rsh, else $KF_RSH, else kDefaultRsh.
+  std::string rsh = kDefaultRsh;
 };
 
 struct ParseResult {
@@ -28,6 +42,21 @@ struct ParseResult {
 // Parses argv[1..argc-1]. Options end at the first argument that is not an
 // option (the program) or after "--".
 ParseResult parse_args(int argc, const char* const* argv);
+
+// "host1:2,host2,host3:4" (slots default to 1), appended to *out (merging
+// repeated hosts). Returns false and sets *error on a malformed list.
+bool parse_host_list(const std::string& text, std::vector<HostSlots>* out, std::string* error);
+
+// The text of an OpenMPI-style hostfile: one host per line, optionally
+// followed by "slots=N" (default 1) and "max_slots=N" (ignored); '#' starts
+// a comment. Appended to *out like parse_host_list.
+bool parse_hostfile_text(const std::string& text, std::vector<HostSlots>* out, std::string* error);
+
+// Splits a remote-exec template into words as a shell would (whitespace,
+// '...' and "..." quoting, backslash escapes; no expansions) and replaces
+// every "{host}" by `host`. False and *error on an unterminated quote.
+bool expand_rsh(const std::string& templ, const std::string& host, std::vector<std::string>* words,
+                std::string* error);
 
 // The usage text printed by -h and after a usage error.
 std::string usage_text(const char* argv0);

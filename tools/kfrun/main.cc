@@ -1,13 +1,17 @@
-// kfrun: starts N local ranks of a program with the environment libkungfu
-// reads, forwards their output line by line with a "[rank] " prefix, and
-// makes sure that when the job ends, for whatever reason, no rank is left.
+// kfrun: starts N ranks of a program, on this host or on the hosts given
+// (remote ones through a remote-exec command such as ssh), with the
+// environment libkungfu reads, forwards their output line by line with a
+// "[rank] " prefix, and makes sure that when the job ends, for whatever
+// reason, no rank is left.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "kfrun/args.h"
 #include "kfrun/env.h"
@@ -82,12 +86,34 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  std::vector<bool> local;
+  for (const kfrun::HostSlots& h : opt.hosts) local.push_back(kfrun::is_local_host(h.host));
+  std::vector<kfrun::RankPlace> places = kfrun::place_ranks(opt.hosts, local, opt.np);
+  bool any_local = false;
+  bool any_remote = false;
+  for (const kfrun::RankPlace& p : places) (p.remote ? any_remote : any_local) = true;
+
   std::string error;
-  std::string path;
-  int code = kfrun::resolve_program(opt.command[0], &path, &error);
-  if (code != 0) {
-    error_line(error);
-    return code;
+  std::string path;  // the program, for local ranks
+  if (any_local) {
+    int code = kfrun::resolve_program(opt.command[0], &path, &error);
+    if (code != 0) {
+      error_line(error);
+      return code;
+    }
+  }
+  std::string rsh_path;  // the remote-exec program, for remote ranks
+  if (any_remote) {
+    std::vector<std::string> words;
+    if (!kfrun::expand_rsh(opt.rsh, "", &words, &error)) {
+      error_line(error);
+      return kExitUsage;
+    }
+    int code = kfrun::resolve_program(words[0], &rsh_path, &error);
+    if (code != 0) {
+      error_line("remote-exec command: " + error);
+      return code;
+    }
   }
   for (const auto& [name, value] : opt.exports) {
     if (kfrun::is_launcher_variable(name)) {
@@ -97,30 +123,49 @@ int main(int argc, char** argv) {
 
   kfrun::JobInfo job;
   job.size = opt.np;
-  int port = kfrun::find_free_port(&error);
-  if (port == 0) {
-    error_line("cannot find a free port on 127.0.0.1: " + error);
+  job.root_addr = kfrun::choose_root_addr(places, &error);
+  if (job.root_addr.empty()) {
+    error_line("cannot choose the rendezvous address (KF_ROOT_ADDR): " + error);
     return kExitLauncherError;
   }
-  job.root_addr = "127.0.0.1:" + std::to_string(port);
   job.job_secret = kfrun::make_job_secret(&error);
   if (job.job_secret.empty()) {
     error_line("cannot make the job secret: " + error);
     return kExitLauncherError;
   }
+  // Remote ranks start in the same directory when it exists there.
+  std::string cwd;
+  if (any_remote) {
+    char buf[PATH_MAX];
+    if (::getcwd(buf, sizeof(buf)) != nullptr) cwd = buf;
+  }
 
   raise_fd_limit();
   kfrun::JobSpec spec;
-  spec.path = path;
-  spec.argv = opt.command;
   spec.timeout_seconds = opt.timeout_seconds;
   spec.prefix = opt.prefix;
   // A rank reading a terminal from its own process group would be stopped
   // (SIGTTIN); so rank 0 gets stdin only when it is a file or a pipe.
   spec.stdin_to_rank0 = !::isatty(0);
-  spec.env.reserve(static_cast<size_t>(opt.np));
-  for (int r = 0; r < opt.np; ++r) {
-    spec.env.push_back(kfrun::build_rank_env(environ, opt.exports, job, r));
+  spec.ranks.reserve(places.size());
+  std::vector<std::string> own_env;
+  for (char** p = environ; p != nullptr && *p != nullptr; ++p) own_env.emplace_back(*p);
+  for (const kfrun::RankPlace& place : places) {
+    kfrun::RankCommand cmd;
+    if (!place.remote) {
+      cmd.path = path;
+      cmd.argv = opt.command;
+      cmd.env = kfrun::build_rank_env(environ, opt.exports, job, place);
+    } else {
+      // The remote-exec command runs here with kfrun's environment (ssh
+      // needs its agent, ip netns exec passes it on); the rank's own
+      // variables travel on its command line.
+      kfrun::expand_rsh(opt.rsh, place.host, &cmd.argv, &error);
+      cmd.argv.push_back(kfrun::build_remote_command(opt.exports, job, place, opt.command, cwd));
+      cmd.path = rsh_path;
+      cmd.env = own_env;
+    }
+    spec.ranks.push_back(std::move(cmd));
   }
   std::fflush(stdout);
   return kfrun::run_job(spec, handled, original);

@@ -194,7 +194,7 @@ int Supervisor::run() {
 }
 
 void Supervisor::start_ranks() {
-  ranks_.resize(spec_.env.size());
+  ranks_.resize(spec_.ranks.size());
   for (size_t i = 0; i < ranks_.size(); ++i) {
     Rank& r = ranks_[i];
     r.index = static_cast<int>(i);
@@ -205,9 +205,10 @@ void Supervisor::start_ranks() {
   for (Rank& r : ranks_) {
     SpawnRequest req;
     req.rank = r.index;
-    req.path = spec_.path;
-    req.argv = spec_.argv;
-    req.env = spec_.env[r.index];
+    const RankCommand& cmd = spec_.ranks[static_cast<size_t>(r.index)];
+    req.path = cmd.path;
+    req.argv = cmd.argv;
+    req.env = cmd.env;
     req.inherit_stdin = spec_.stdin_to_rank0 && r.index == 0;
     req.child_mask = child_mask_;
     SpawnResult res = spawn_rank(req);

@@ -10,10 +10,16 @@
 
 namespace kfrun {
 
+// What kfrun executes for one rank: the program itself, or for a remote
+// rank the remote-exec command that starts it there.
+struct RankCommand {
+  std::string path;               // resolved program
+  std::vector<std::string> argv;  // argv[0] as given
+  std::vector<std::string> env;   // "NAME=VALUE"
+};
+
 struct JobSpec {
-  std::string path;                           // resolved program
-  std::vector<std::string> argv;              // as given by the user
-  std::vector<std::vector<std::string>> env;  // per rank
+  std::vector<RankCommand> ranks;             // one per rank, in rank order
   double timeout_seconds = 0;                 // 0: none
   bool prefix = true;
   bool stdin_to_rank0 = false;

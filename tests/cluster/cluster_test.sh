@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Emulated-cluster tests: cluster_test.sh TEST CLUSTER_SH KFRUN [PROG]
+#   conformance K M   PROG (mp_conformance) on K hosts x M ranks
+#   hosts             ranks in different namespaces are different hosts
+#                     (own hostname, KF_LOCAL_* per host, and the library
+#                     sends its data over the bridge rather than through
+#                     shared memory); PROG is mp_conformance
+#   cleanup           nothing is left after SIGTERM and SIGKILL of cluster.sh
+# Exit 77 (ctest skip) when this machine cannot create namespaces.
+set -euo pipefail
+
+test_name=$1
+CLUSTER=$2
+KFRUN=$3
+PROG=${4:-}
+SKIP=77
+work=$(mktemp -d)
+bg_pid=""
+cleanup() {
+  if [[ -n $bg_pid ]]; then kill -KILL "$bg_pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+fail() {
+  echo "FAIL [$test_name]: $*" >&2
+  for f in "$work"/out "$work"/err; do
+    if [[ -f $f ]]; then echo "--- $f:" >&2; tail -n 40 "$f" >&2; fi
+  done
+  exit 1
+}
+
+# Runs cluster.sh run ...; rc, output in $work/out and $work/err. A skip
+# ends the test as skipped, with cluster.sh's reason.
+run_cluster() {
+  rc=0
+  "$CLUSTER" run --kfrun "$KFRUN" "$@" >"$work/out" 2>"$work/err" </dev/null || rc=$?
+  if [[ $rc -eq $SKIP ]]; then
+    cat "$work/err" >&2
+    exit $SKIP
+  fi
+}
+
+# The cluster ID from cluster.sh's banner.
+cluster_id() { sed -n 's/^kft-cluster: cluster \([0-9a-f]*\):.*/\1/p' "$work/err" | head -n 1; }
+
+# Nothing of cluster $1 remains: namespaces, links, processes.
+expect_gone() {
+  local id=$1 i
+  for i in $(seq 50); do
+    if ! ip netns list | grep -q "^kft-$id-" && ! ip -o link show | grep -q "kft-\(br-\)\{0,1\}$id" &&
+       ! pgrep -f "kft-$id|nsexec $id" >/dev/null; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  ip netns list >&2
+  ip -o link show | grep "kft-" >&2 || true
+  pgrep -af "kft-$id|nsexec $id" >&2 || true
+  fail "cluster $id left something behind"
+}
+
+case $test_name in
+  conformance)
+    k=$5 m=$6
+    start=$(date +%s)
+    run_cluster --kfrun-arg=--timeout --kfrun-arg=200 --kfrun-arg=-x --kfrun-arg=KF_TIMEOUT_MS=30000 \
+      "$k" "$m" -- "$PROG" --np $((k * m)) "${@:7}"
+    [[ $rc -eq 0 ]] || fail "conformance on $k x $m exited with $rc"
+    grep -Eq "^\[0\] [0-9]+ passed, 0 failed" "$work/out" || fail "no summary line from rank 0"
+    cat "$work/err" >&2
+    expect_gone "$(cluster_id)"
+    echo "conformance on $k x $m hosts: $(grep -E '^\[0\] [0-9]+ passed' "$work/out") in $(( $(date +%s) - start )) s"
+    ;;
+
+  hosts)
+    k=3 m=2
+    run_cluster "$k" "$m" -- sh -c 'echo "host=$(hostname) rank=$KF_RANK local=$KF_LOCAL_RANK/$KF_LOCAL_SIZE root=$KF_ROOT_ADDR addr=$(ip -4 -o addr show dev eth0 | awk "{print \$4}")"'
+    [[ $rc -eq 0 ]] || fail "exited with $rc"
+    id=$(cluster_id)
+    [[ -n $id ]] || fail "no cluster id"
+    x=$(( 16#${id:0:4} % 250 + 1 ))
+    for r in $(seq 0 $((k * m - 1))); do
+      h=$(( r / m + 1 ))
+      line="^\\[$r\\] host=kft-$id-h$h rank=$r local=$(( r % m ))/$m root=10\\.213\\.$x\\.1:[0-9]+ addr=10\\.213\\.$x\\.$h/24\$"
+      grep -Eq "$line" "$work/out" || fail "rank $r: no line matching '$line'"
+    done
+    expect_gone "$id"
+    # The library sees different hosts: a 1 MiB all_reduce crosses each
+    # host's link (same-host ranks would use shared memory, and the links
+    # would carry only the few kB of the rendezvous).
+    run_cluster 2 2 -- "$PROG" --np 4 --coll all_reduce --dtype float32
+    [[ $rc -eq 0 ]] || fail "all_reduce on 2 x 2 exited with $rc"
+    for h in 1 2; do
+      sent=$(sed -n "s/^kft-cluster: host $h: link sent \([0-9]*\) bytes.*/\1/p" "$work/err")
+      [[ -n $sent && $sent -gt 4000000 ]] || fail "host $h sent ${sent:-?} bytes over its link, expected > 4 MB"
+      echo "host $h sent $sent bytes over the bridge"
+    done
+    expect_gone "$(cluster_id)"
+    ;;
+
+  cleanup)
+    for sig in TERM KILL; do
+      "$CLUSTER" run --kfrun "$KFRUN" 2 2 -- sleep 1000 >"$work/out" 2>"$work/err" </dev/null &
+      bg_pid=$!
+      for _ in $(seq 100); do
+        id=$(cluster_id)
+        [[ -n $id ]] && [[ $(pgrep -fc "sleep 1000" || true) -ge 4 ]] && break
+        if ! kill -0 "$bg_pid" 2>/dev/null; then
+          rc=0
+          wait "$bg_pid" || rc=$?
+          bg_pid=""
+          [[ $rc -eq $SKIP ]] && { cat "$work/err" >&2; exit $SKIP; }
+          fail "cluster.sh exited early with $rc"
+        fi
+        sleep 0.1
+      done
+      [[ -n $id ]] || fail "cluster did not come up"
+      ip netns list | grep -q "^kft-$id-2" || fail "namespace kft-$id-2 missing while running"
+      kill -$sig "$bg_pid"
+      rc=0
+      wait "$bg_pid" || rc=$?
+      bg_pid=""
+      # SIGKILL: the guard removes the cluster once cluster.sh is gone; that
+      # kills the ranks, and kfrun (left orphaned) exits after them.
+      expect_gone "$id"
+      echo "SIG$sig: cluster $id removed (cluster.sh exited with $rc)"
+    done
+    ;;
+
+  *)
+    echo "unknown test $test_name" >&2
+    exit 2
+    ;;
+esac
+echo "PASS [$test_name]"
