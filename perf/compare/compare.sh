@@ -32,8 +32,9 @@ usage: compare.sh [options] [BUILD_DIR]
   -e, --max BYTES   largest size (default 64M); always measured, even when the
                     factor steps over it
   -f, --factor F    size factor per step (default 4)
-  -n, --iters N     timed iterations per size (default 40)
-  -w, --warmup N    warm-up iterations per size (default 10)
+  -n, --iters N     timed iterations per size (default 50)
+  -w, --warmup N    warm-up iterations per size (default 50; Gloo needs
+                    dozens of calls before its small-message latency settles)
   -c, --check 0|1   validate results (default 1)
   -r, --memcpy-reps N  memcpy probe repetitions, best taken (default 20)
   -t, --timeout S   time limit of each run in seconds (default 600)
@@ -72,8 +73,8 @@ np=2
 min=8
 max=$((64 * 1024 * 1024))
 factor=4
-iters=40
-warmup=10
+iters=50
+warmup=50
 check=1
 memcpy_reps=20
 timeout_s=600
@@ -382,7 +383,7 @@ if [ "$have_gnuplot" -eq 1 ]; then
       printf "'%s' using 1:%d with linespoints lw 2 pt %d title '%s', " "$out/busbw.dat" "$k" "$k" "$i"
       k=$((k + 1))
     done
-    printf "%s with lines dt 2 lw 2 lc rgb 'gray40' title 'memcpy, 1 thread\\n(%.2f GB/s)'\n" "$memcpy_gbps" "$memcpy_gbps"
+    printf "%s with lines dt 2 lw 2 lc rgb 'gray40' title 'memcpy 1 thread (%.2f GB/s)'\n" "$memcpy_gbps" "$memcpy_gbps"
   } >"$out/busbw.gp"
   cp "$work/plot.dat" "$out/busbw.dat"
   if ! gnuplot "$out/busbw.gp" 2>"$work/gnuplot.err"; then
