@@ -443,10 +443,13 @@ Status discover_local_topology(LocalTopology* out) {
 }
 
 std::string encode(const LocalTopology& t) {
-  std::string s = "t1;h=" + escape(t.host_id) + ";n=" + std::to_string(t.numa_node) +
-                  ";c=" + format_cpu_list(t.cpus) + ";N=" + std::to_string(t.numa_count) +
-                  ";C=" + std::to_string(t.core_count) + ";s=" + escape(t.source) +
-                  ";g=" + encode_devices(t.gpus) + ";i=" + encode_devices(t.nics);
+  std::string head = "t1;h=" + escape(t.host_id) + ";n=" + std::to_string(t.numa_node) +
+                     ";c=" + format_cpu_list(t.cpus) + ";N=" + std::to_string(t.numa_count) +
+                     ";C=" + std::to_string(t.core_count) + ";s=" + escape(t.source);
+  std::string s = head + ";g=" + encode_devices(t.gpus) + ";i=" + encode_devices(t.nics);
+  // Keep within what decode() accepts (and a rendezvous record holds): the
+  // device lists go first, they matter least.
+  if (s.size() > kMaxEncodedBytes) s = head + ";g=;i=";
   return s;
 }
 

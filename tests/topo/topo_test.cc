@@ -256,3 +256,21 @@ TEST(Discover, Default) {
 
 }  // namespace
 }  // namespace kf
+
+namespace kf {
+namespace {
+
+TEST(TopoEncode, OversizedDropsDevices) {
+  LocalTopology t = sample("big", -1, {});
+  for (int c = 0; c < 1200; c += 2) t.cpus.push_back(c);  // "0,2,4,...": long
+  t.nics.clear();
+  for (int i = 0; i < 16; ++i) t.nics.push_back({"nic-with-a-rather-long-name-" + std::to_string(i), "0000:00:00.0", 0});
+  std::string e = encode(t);
+  LocalTopology d;
+  ASSERT_TRUE(decode(e, &d).is_ok()) << e.size();
+  EXPECT_EQ(d.cpus, t.cpus);
+  EXPECT_TRUE(d.nics.empty());
+}
+
+}  // namespace
+}  // namespace kf
