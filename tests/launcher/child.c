@@ -3,6 +3,10 @@
  * MARKER is not used: it only makes the process findable with pgrep -f.
  *
  *   env               print the launcher variables, one NAME=VALUE per line
+ *   env-remote        as env, plus KFT_REMOTE and KFT_ARGS (set by the fake
+ *                     remote-exec command of the tests), cwd= (the working
+ *                     directory) and cmdline= (KFT_CMDLINE: the fake remote
+ *                     shell stores the command line it ran there)
  *   lines N           print N lines on stdout, one on stderr, and a last
  *                     stdout line without a newline
  *   slow-partial N    write N lines, each in two halves with a pause between
@@ -57,6 +61,19 @@ int main(int argc, char** argv) {
 
   if (strcmp(what, "env") == 0) {
     print_env();
+    return 0;
+  }
+  if (strcmp(what, "env-remote") == 0) {
+    print_env();
+    static const char* const names[] = {"KFT_REMOTE", "KFT_ARGS"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); ++i) {
+      const char* v = getenv(names[i]);
+      printf("%s=%s\n", names[i], v != NULL ? v : "(unset)");
+    }
+    char cwd[4096];
+    printf("cwd=%s\n", getcwd(cwd, sizeof(cwd)) != NULL ? cwd : "?");
+    const char* cmdline = getenv("KFT_CMDLINE");
+    if (cmdline != NULL) printf("cmdline=%s\n", cmdline);
     return 0;
   }
   if (strcmp(what, "lines") == 0 && argc > 3) {

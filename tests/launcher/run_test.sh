@@ -255,6 +255,138 @@ case $test_name in
     expect_no_leftovers
     ;;
 
+  hosts)
+    # -H with only this host's names: every rank local, one KF_LOCAL_* numbering.
+    run_kfrun -H localhost:2,127.0.0.1:2 "$CHILD" "$marker" env
+    expect_rc 0
+    for r in 0 1 2 3; do
+      for line in "KF_RANK=$r" "KF_SIZE=4" "KF_LOCAL_RANK=$r" "KF_LOCAL_SIZE=4"; do
+        [[ $(grep -cx "\[$r\] $line" "$work/out") -eq 1 ]] || fail "rank $r: expected exactly one '$line'"
+      done
+    done
+    expect_grep '^\[0\] KF_ROOT_ADDR=127\.0\.0\.1:[1-9][0-9]*$' "$work/out"
+    # This host's own name counts as local; -np below the slots fills in order.
+    run_kfrun -np 3 -H "$(hostname):5" "$CHILD" "$marker" env
+    expect_rc 0
+    expect_grep '^\[2\] KF_LOCAL_SIZE=3$' "$work/out"
+    [[ $(grep -c 'KF_RANK=' "$work/out") -eq 3 ]] || fail "expected 3 ranks"
+    # Repeated hosts merge; "host" alone is one slot; --hosts= and --host work too.
+    run_kfrun --hosts=localhost,localhost --host 127.0.0.1 "$CHILD" "$marker" env
+    expect_rc 0
+    [[ $(grep -c 'KF_RANK=' "$work/out") -eq 3 ]] || fail "expected 3 ranks from 3 slots"
+    # Errors: more ranks than slots, malformed lists.
+    run_kfrun -np 5 -H localhost:2,127.0.0.1:2 "$CHILD" "$marker" env
+    expect_rc 2
+    expect_grep 'more than the 4 slots' "$work/err"
+    for bad in "localhost:0" "localhost:x" "localhost:" "a,,b" "" "host name" "a:1:2"; do
+      run_kfrun -H "$bad" "$CHILD" "$marker" env
+      expect_rc 2
+      expect_grep '^kfrun: -H ' "$work/err"
+    done
+    ;;
+
+  hostfile)
+    cat >"$work/hostfile" <<'HOSTS'
+# a comment line
+localhost slots=2   # two ranks here
+127.0.0.1 slots=1 max_slots=8
+
+localhost
+HOSTS
+    run_kfrun --hostfile "$work/hostfile" "$CHILD" "$marker" env
+    expect_rc 0
+    [[ $(grep -c 'KF_RANK=' "$work/out") -eq 4 ]] || fail "expected 4 ranks (3 + 1 slots)"
+    expect_grep '^\[3\] KF_LOCAL_RANK=3$' "$work/out"
+    expect_grep '^\[3\] KF_LOCAL_SIZE=4$' "$work/out"
+    printf 'localhost slots=two\n' >"$work/bad1"
+    run_kfrun --hostfile "$work/bad1" "$CHILD" "$marker" env
+    expect_rc 2
+    expect_grep 'line 1: .slots=two' "$work/err"
+    printf 'localhost cpus=2\n' >"$work/bad2"
+    run_kfrun --hostfile "$work/bad2" "$CHILD" "$marker" env
+    expect_rc 2
+    expect_grep "line 1: unexpected 'cpus=2'" "$work/err"
+    printf '# nothing\n' >"$work/empty"
+    run_kfrun --hostfile "$work/empty" "$CHILD" "$marker" env
+    expect_rc 2
+    expect_grep 'no hosts' "$work/err"
+    run_kfrun --hostfile "$work/nonexistent" "$CHILD" "$marker" env
+    expect_rc 2
+    expect_grep 'cannot open' "$work/err"
+    ;;
+
+  rsh)
+    # A fake remote-exec command: runs the rank here, with the host in an
+    # environment variable. Addresses of the test subnet are never contacted
+    # (kfrun only resolves numeric addresses and asks the routing table).
+    h1=10.213.251.1 h2=10.213.251.2
+    export KF_TEST_VAR="it's a \"test\" \$HOME; \`x\`"
+    # This one also keeps the command line in KFT_CMDLINE ($1 of its shell).
+    run_kfrun -H "$h1:2,$h2:1,localhost:1" \
+      --rsh "env KFT_REMOTE={host} KFT_ARGS='a b' sh -c 'KFT_CMDLINE=\$1; export KFT_CMDLINE; eval \"\$1\"' fake-rsh" \
+      -x KF_TEST_VAR "$CHILD" "$marker" env-remote
+    expect_rc 0
+    # Ranks 0, 1 on h1; 2 on h2; 3 local (started directly).
+    for r in 0 1; do expect_grep "^\\[$r\\] KFT_REMOTE=$h1\$" "$work/out"; done
+    expect_grep "^\\[2\\] KFT_REMOTE=$h2\$" "$work/out"
+    expect_grep '^\[3\] KFT_REMOTE=\(unset\)$' "$work/out"
+    expect_grep '^\[1\] KFT_ARGS=a b$' "$work/out"
+    for r in 0 1 2 3; do
+      expect_grep "^\\[$r\\] KF_RANK=$r\$" "$work/out"
+      expect_grep "^\\[$r\\] KF_SIZE=4\$" "$work/out"
+      expect_grep "^\\[$r\\] KF_TEST_VAR=it's a \"test\" \\\$HOME; \`x\`\$" "$work/out"
+      expect_grep "^\\[$r\\] cwd=$(pwd)\$" "$work/out"
+    done
+    for rl in 0:0:2 1:1:2 2:0:1 3:0:1; do
+      IFS=: read -r r lr ls <<<"$rl"
+      expect_grep "^\\[$r\\] KF_LOCAL_RANK=$lr\$" "$work/out"
+      expect_grep "^\\[$r\\] KF_LOCAL_SIZE=$ls\$" "$work/out"
+    done
+    [[ $(sed -n 's/^\[[0-9]*\] KF_ROOT_ADDR=//p' "$work/out" | sort -u | wc -l) -eq 1 ]] || fail "ranks disagree on KF_ROOT_ADDR"
+    [[ $(sed -n 's/^\[[0-9]*\] KF_JOB_SECRET=//p' "$work/out" | sort -u | wc -l) -eq 1 ]] || fail "ranks disagree on KF_JOB_SECRET"
+    # Rank 0 remote: KF_ROOT_ADDR is its (numeric) address, random port in 20000..32767.
+    expect_grep "^\\[3\\] KF_ROOT_ADDR=10\\.213\\.251\\.1:(2[0-9]{4}|3[0-2][0-9]{3})\$" "$work/out"
+    # The remote command line: the rank's variables on it, quoted, and exec.
+    expect_grep "^\\[1\\] cmdline=cd .* 2>/dev/null; exec env 'KF_TEST_VAR=it'" "$work/out"
+    expect_grep '^\[1\] cmdline=.* KF_RANK=1 KF_SIZE=4 KF_LOCAL_RANK=1 KF_LOCAL_SIZE=2 KF_ROOT_ADDR=[0-9.:]+ KF_JOB_SECRET=[0-9a-f]{32} ' "$work/out"
+    # Rank 0 local with remote hosts: the root is this host's address on the
+    # route towards them, not loopback (only where such a route exists).
+    if ip route get "$h1" >/dev/null 2>&1; then
+      run_kfrun -H "localhost,$h1" --rsh "env KFT_REMOTE={host} sh -c" "$CHILD" "$marker" env-remote
+      expect_rc 0
+      root=$(sed -n 's/^\[1\] KF_ROOT_ADDR=//p' "$work/out")
+      [[ $root =~ ^[0-9.]+:[1-9][0-9]*$ && $root != 127.* ]] || fail "root address '$root'"
+    fi
+    # KF_RSH is the default template; --rsh wins over it.
+    KF_RSH="env KFT_REMOTE=via-env-{host} sh -c" run_kfrun -H "$h1" "$CHILD" "$marker" env-remote
+    expect_rc 0
+    expect_grep "^\\[0\\] KFT_REMOTE=via-env-$h1\$" "$work/out"
+    KF_RSH="false" run_kfrun -H "$h1" --rsh "env KFT_REMOTE=opt sh -c" "$CHILD" "$marker" env-remote
+    expect_rc 0
+    expect_grep '^\[0\] KFT_REMOTE=opt$' "$work/out"
+    # Exit codes, failure handling and clean-up through the remote-exec command.
+    run_kfrun -H "$h1:2,$h2:2" --rsh "env KFT_REMOTE={host} sh -c" "$CHILD" "$marker" exit-rank 3 5
+    expect_rc 5
+    expect_grep '^kfrun: rank 3 exited with code 5' "$work/err"
+    expect_faster 2500
+    expect_no_leftovers
+    start_kfrun_bg 2 -H "$h1,$h2" --rsh "env KFT_REMOTE={host} sh -c" "$CHILD" "$marker" sleep
+    kill -TERM "$bg_pid"
+    wait_kfrun_bg
+    expect_rc 143
+    expect_no_leftovers
+    run_kfrun --timeout 1 -H "$h1,$h2" --rsh "env KFT_REMOTE={host} sh -c" "$CHILD" "$marker" sleep
+    expect_rc 124
+    expect_no_leftovers
+    # A remote-exec program that does not exist; an unterminated quote.
+    run_kfrun -H "$h1" --rsh "kfrun_no_such_rsh_$marker {host}" "$CHILD" "$marker" env
+    expect_rc 127
+    expect_grep 'remote-exec command: ' "$work/err"
+    run_kfrun -H "$h1" --rsh "ssh 'x {host}" "$CHILD" "$marker" env
+    expect_rc 2
+    expect_grep 'unterminated quote' "$work/err"
+    ;;
+
   *)
     echo "unknown test $test_name" >&2
     exit 2
