@@ -5,6 +5,7 @@
 #   kungfu      libkungfu's all_reduce_perf (default transport), under kfrun
 #   kungfu-tcp  the same with KF_TRANSPORT=tcp
 #   openmpi     kf_mpi_allreduce_bench: MPI_Allreduce under mpirun, btl self,vader
+#               (shared memory; ranks bound to cores unless np > cores)
 #   gloo        kf_gloo_allreduce_bench: Gloo's ring allreduce over TCP on 127.0.0.1
 # and kf_memcpy_probe (single-thread memcpy bandwidth), then prints one table
 # of busbw and ratios, the smallest-size latency, memcpy bandwidth, and an
@@ -168,6 +169,11 @@ if [ -x "$build/tools/kfinfo" ] && ! "$build/tools/kfinfo" 2>/dev/null | grep -q
 fi
 
 sweep_args=(-f "$factor" -n "$iters" -w "$warmup" -c "$check")
+# mpirun: --oversubscribe only when there are more ranks than cores. With it,
+# OpenMPI yields the CPU while idle and does not bind ranks to cores, which
+# is not how it runs in practice (and it is several times slower then).
+ompi_oversub=()
+[ "$np" -gt "$(nproc)" ] && ompi_oversub=(--oversubscribe)
 status=0
 
 # run_impl NAME: runs one implementation over the sweep (and max if needed),
@@ -185,7 +191,7 @@ run_impl() {
     case $name in
       kungfu) cmd=("$kfrun" -np "$np" --timeout "$timeout_s" -q "$kf_perf" -b "$b" -e "$e" "${sweep_args[@]}") ;;
       kungfu-tcp) cmd=("$kfrun" -np "$np" --timeout "$timeout_s" -q -x KF_TRANSPORT=tcp "$kf_perf" -b "$b" -e "$e" "${sweep_args[@]}") ;;
-      openmpi) cmd=(timeout -k 10 "$timeout_s" "$mpirun_bin" --allow-run-as-root --oversubscribe --mca plm isolated
+      openmpi) cmd=(timeout -k 10 "$timeout_s" "$mpirun_bin" --allow-run-as-root "${ompi_oversub[@]}" --mca plm isolated
                     --mca btl self,vader -np "$np" "$mpi_bench" -b "$b" -e "$e" "${sweep_args[@]}") ;;
       gloo)
         local store
@@ -290,6 +296,9 @@ awk -F, -v impls="${impls[*]}" -v np="$np" -v memcpy="$memcpy_gbps" -v maxsz="$m
     printf "# allreduce float32 sum, out of place, np=%d, on %d cores; busbw in GB/s (GB = 1e9 B),", np, ncores
     printf " busbw = algbw * 2(n-1)/n; time = mean over iterations, max over ranks\n"
     printf "# load average before: %s, after: %s\n", load1, load2
+    split(load1, la1, " "); split(load2, la2, " ")
+    if (la1[1] + 0 > ncores / 2 || la2[1] + 0 > ncores / 2)
+      printf "# WARNING: other work was running (1-minute load > %g on %d cores): these numbers are noisy\n", ncores / 2, ncores
     if (note != "") printf "# %s\n", note
     printf "\n%10s", "size"
     for (k = 1; k <= n; k++) printf " %11s", order[k]
