@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Emulated-cluster tests: cluster_test.sh TEST CLUSTER_SH KFRUN [PROG]
-#   conformance K M   PROG (mp_conformance) on K hosts x M ranks
-#   hosts             ranks in different namespaces are different hosts
-#                     (own hostname, KF_LOCAL_* per host, and the library
-#                     sends its data over the bridge rather than through
-#                     shared memory); PROG is mp_conformance
+# Emulated-cluster tests: cluster_test.sh TEST CLUSTER_SH KFRUN [PROG [ARGS]]
+#   conformance PROG K M   PROG (mp_conformance) on K hosts x M ranks
+#   hosts PROG [KFTOPO]    ranks in different namespaces are different hosts
+#                     (own hostname, KF_LOCAL_* per host, the library's
+#                     topology (kftopo: host_count) and its data goes over
+#                     the bridge rather than through shared memory); PROG
+#                     is mp_conformance
 #   cleanup           nothing is left after SIGTERM and SIGKILL of cluster.sh
 # Exit 77 (ctest skip) when this machine cannot create namespaces.
 set -euo pipefail
@@ -86,6 +87,14 @@ case $test_name in
       grep -Eq "$line" "$work/out" || fail "rank $r: no line matching '$line'"
     done
     expect_gone "$id"
+    # The library's own view (kf_comm_host_count, through kftopo).
+    if [[ -n ${5:-} ]]; then
+      run_cluster "$k" "$m" -- "$5" --json
+      [[ $rc -eq 0 ]] || fail "kftopo exited with $rc"
+      grep -q "^\[0\] {\"size\":$((k * m)),\"host_count\":$k," "$work/out" || fail "kftopo does not see $k hosts"
+      echo "kftopo: $k hosts"
+      expect_gone "$(cluster_id)"
+    fi
     # The library sees different hosts: a 1 MiB all_reduce crosses each
     # host's link (same-host ranks would use shared memory, and the links
     # would carry only the few kB of the rendezvous).
