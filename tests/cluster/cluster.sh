@@ -16,6 +16,12 @@
 #                                 the netem qdisc; default none)
 #              --kfrun-arg ARG    extra kfrun argument (repeatable), e.g.
 #                                 --kfrun-arg=--timeout --kfrun-arg=60
+#   cluster.sh mpirun [options] K M -- prog [args...]
+#       the same under OpenMPI's mpirun: a hostfile of the K hosts (M slots
+#       each), this script as plm_rsh_agent, the bridge given an address in
+#       the root namespace (10.213.X.254, for mpirun's own connections), and
+#       KF_ROOT_ADDR=10.213.X.1:PORT for the ranks. options: --mpirun PATH,
+#       --rate, --delay, --mpirun-arg ARG (repeatable)
 #   cluster.sh up K [RATE [DELAY]]  create a cluster, print its id, keep it
 #   cluster.sh down ID              remove cluster ID (namespaces, bridge,
 #                                   processes inside)
@@ -23,6 +29,8 @@
 #   cluster.sh nsexec ID HOST cmd...  run cmd "on" HOST of cluster ID: in its
 #                                   namespace, with hostname kft-ID-hI (the
 #                                   remote-exec command kfrun is given)
+#   cluster.sh rshagent ID HOST words...  the same for a shell command line
+#                                   given as words, as ssh takes it (mpirun)
 #
 # Names: namespaces kft-ID-I, bridge kft-br-ID, host-side veths kft-ID-I;
 # addresses 10.213.X.I/24 with X derived from ID. Only these addresses are
@@ -161,6 +169,11 @@ case $cmd in
     i=${host##*.}
     exec ip netns exec "kft-$id-$i" unshare --uts sh -c 'hostname "$0" && exec "$@"' "kft-$id-h$i" "$@"
     ;;
+  rshagent)
+    id=$1 host=$2
+    shift 2
+    exec "$SELF" nsexec "$id" "$host" sh -c "$*"
+    ;;
   up)
     id=$(new_id)
     trap 'down "$id"' EXIT
@@ -174,43 +187,58 @@ case $cmd in
   hosts)
     hosts_arg "$@"
     ;;
-  run)
-    kfrun=kfrun rate=1gbit delay="" kfrun_args=()
+  run|mpirun)
+    kfrun=kfrun mpirun=mpirun rate=1gbit delay="" launcher_args=()
     while [[ $# -gt 0 && $1 == --* ]]; do
       case $1 in
         --kfrun) kfrun=$2; shift 2 ;;
         --kfrun=*) kfrun=${1#*=}; shift ;;
+        --mpirun) mpirun=$2; shift 2 ;;
+        --mpirun=*) mpirun=${1#*=}; shift ;;
         --rate) rate=$2; shift 2 ;;
         --rate=*) rate=${1#*=}; shift ;;
         --delay) delay=$2; shift 2 ;;
         --delay=*) delay=${1#*=}; shift ;;
-        --kfrun-arg) kfrun_args+=("$2"); shift 2 ;;
-        --kfrun-arg=*) kfrun_args+=("${1#*=}"); shift ;;
-        *) echo "cluster.sh run: unknown option $1" >&2; exit 2 ;;
+        --kfrun-arg|--mpirun-arg) launcher_args+=("$2"); shift 2 ;;
+        --kfrun-arg=*|--mpirun-arg=*) launcher_args+=("${1#*=}"); shift ;;
+        *) echo "cluster.sh $cmd: unknown option $1" >&2; exit 2 ;;
       esac
     done
-    [[ $# -ge 4 && $3 == -- ]] || { echo "usage: cluster.sh run [options] K M -- prog [args...]" >&2; exit 2; }
+    [[ $# -ge 4 && $3 == -- ]] || { echo "usage: cluster.sh $cmd [options] K M -- prog [args...]" >&2; exit 2; }
     k=$1 m=$2
     shift 3
-    [[ $k =~ ^[1-9][0-9]?$ && $m =~ ^[1-9][0-9]?$ && $k -le 32 ]] || { echo "cluster.sh run: K (1..32) and M (1..99) must be numbers" >&2; exit 2; }
+    [[ $k =~ ^[1-9][0-9]?$ && $m =~ ^[1-9][0-9]?$ && $k -le 32 ]] || { echo "cluster.sh $cmd: K (1..32) and M (1..99) must be numbers" >&2; exit 2; }
+    if [[ $cmd == mpirun ]] && ! command -v "$mpirun" >/dev/null; then skip "mpirun not found"; fi
     id=$(new_id)
     # Removal on every way out: normal exit, failure, Ctrl-C, SIGTERM, and
     # (through the guard) SIGKILL.
-    trap 'down "$id"' EXIT
+    trap 'down "$id"; rm -f "${hostfile:-}"' EXIT
     trap 'exit 130' INT
     trap 'exit 143' TERM
     start_guard "$id" $$
     up "$id" "$k" "$rate" "$delay"
+    x=$(subnet_octet "$id")
     say "cluster $id: $k hosts x $m ranks, links ${rate} ${delay:+delay $delay}, hosts $(hosts_arg "$id" "$k")"
     rc=0
-    # Not exec: the traps must run afterwards. kfrun runs in the background
-    # so that a signal to this script is handled at once (and forwarded).
-    "$kfrun" -H "$(hosts_arg "$id" "$k" "$m")" --rsh "$SELF nsexec $id {host} sh -c" \
-      "${kfrun_args[@]}" -- "$@" &
-    kfrun_pid=$!
-    trap 'kill -TERM $kfrun_pid 2>/dev/null; wait $kfrun_pid; exit 130' INT
-    trap 'kill -TERM $kfrun_pid 2>/dev/null; wait $kfrun_pid; exit 143' TERM
-    wait $kfrun_pid || rc=$?
+    # Not exec: the traps must run afterwards. The launcher runs in the
+    # background so that a signal to this script is handled at once (and
+    # forwarded).
+    if [[ $cmd == run ]]; then
+      "$kfrun" -H "$(hosts_arg "$id" "$k" "$m")" --rsh "$SELF nsexec $id {host} sh -c" \
+        "${launcher_args[@]}" -- "$@" &
+    else
+      ip addr add "10.213.$x.254/24" dev "kft-br-$id"
+      hostfile=$(mktemp /tmp/kft-hostfile.XXXXXX)
+      for i in $(seq 1 "$k"); do echo "10.213.$x.$i slots=$m"; done >"$hostfile"
+      "$mpirun" --allow-run-as-root --hostfile "$hostfile" -np $((k * m)) \
+        --mca plm_rsh_agent "$SELF rshagent $id" \
+        --mca oob_tcp_if_include "10.213.$x.0/24" --mca btl self,tcp --mca btl_tcp_if_include "10.213.$x.0/24" \
+        -x "KF_ROOT_ADDR=10.213.$x.1:$(( 20000 + 16#$id % 12000 ))" "${launcher_args[@]}" "$@" &
+    fi
+    launcher_pid=$!
+    trap 'kill -TERM $launcher_pid 2>/dev/null; wait $launcher_pid; exit 130' INT
+    trap 'kill -TERM $launcher_pid 2>/dev/null; wait $launcher_pid; exit 143' TERM
+    wait $launcher_pid || rc=$?
     link_stats "$id" "$k"
     exit $rc
     ;;

@@ -6,6 +6,9 @@
 #                     topology (kftopo: host_count) and its data goes over
 #                     the bridge rather than through shared memory); PROG
 #                     is mp_conformance
+#   mpirun PROG MPIRUN     PROG (mp_conformance --no-big) under OpenMPI's
+#                     mpirun with a hostfile on 2 hosts x 2 ranks (KF_ROOT_ADDR
+#                     given, the rest from mpirun's environment)
 #   cleanup           nothing is left after SIGTERM and SIGKILL of cluster.sh
 # Exit 77 (ctest skip) when this machine cannot create namespaces.
 set -euo pipefail
@@ -105,6 +108,21 @@ case $test_name in
       [[ -n $sent && $sent -gt 4000000 ]] || fail "host $h sent ${sent:-?} bytes over its link, expected > 4 MB"
       echo "host $h sent $sent bytes over the bridge"
     done
+    expect_gone "$(cluster_id)"
+    ;;
+
+  mpirun)
+    rc=0
+    "$CLUSTER" mpirun --mpirun "$5" --mpirun-arg=-x --mpirun-arg=KF_TIMEOUT_MS=30000 \
+      2 2 -- "$PROG" --np 4 --no-big >"$work/out" 2>"$work/err" </dev/null || rc=$?
+    if [[ $rc -eq $SKIP ]]; then cat "$work/err" >&2; exit $SKIP; fi
+    [[ $rc -eq 0 ]] || fail "mpirun on 2 x 2 exited with $rc"
+    grep -Eq "^[0-9]+ passed, 0 failed" "$work/out" || fail "no summary line from rank 0"
+    for h in 1 2; do
+      sent=$(sed -n "s/^kft-cluster: host $h: link sent \([0-9]*\) bytes.*/\1/p" "$work/err")
+      [[ -n $sent && $sent -gt 100000 ]] || fail "host $h sent ${sent:-?} bytes over its link, expected > 100 kB"
+    done
+    cat "$work/err" >&2
     expect_gone "$(cluster_id)"
     ;;
 
