@@ -105,8 +105,8 @@ up() {
   x=$(subnet_octet "$id")
   [[ $(id -u) -eq 0 ]] || skip "needs root (creates network namespaces)"
   local tool
-  for tool in ip tc unshare; do
-    command -v $tool >/dev/null || skip "$tool not found (packages iproute2, util-linux)"
+  for tool in ip tc unshare timeout; do
+    command -v $tool >/dev/null || skip "$tool not found (packages iproute2, util-linux, coreutils)"
   done
   ip netns add "kft-$id-1" 2>/dev/null || skip "'ip netns add' is not permitted here"
   ip link add "kft-br-$id" type bridge 2>/dev/null || skip "cannot create a bridge"
@@ -129,14 +129,16 @@ up() {
     shape eth0 "$ns" "$rate" "$delay"   # from host i
   done
   unshare --uts true 2>/dev/null || skip "'unshare --uts' is not permitted here"
-  # A bridge whose traffic a firewall drops (br_netfilter) is no cluster.
-  if [[ $k -ge 2 ]] && command -v ping >/dev/null; then
-    local tries
-    for tries in $(seq 30); do
-      ip netns exec "kft-$id-1" ping -c 1 -W 1 "10.213.$x.2" >/dev/null 2>&1 && return 0
-      sleep 0.1
+  # A bridge whose traffic a firewall drops (br_netfilter) is no cluster:
+  # a TCP connect from host 1 to a closed port of host 2 must be refused
+  # (answered), not time out.
+  if [[ $k -ge 2 ]]; then
+    local tries out
+    for tries in $(seq 10); do
+      out=$(ip netns exec "kft-$id-1" timeout 1 bash -c "exec 3<>/dev/tcp/10.213.$x.2/9" 2>&1) && return 0
+      [[ $out == *refused* ]] && return 0
     done
-    skip "hosts cannot reach each other over the bridge (firewall on bridged traffic?)"
+    skip "hosts cannot reach each other over the bridge (firewall on bridged traffic?): $out"
   fi
 }
 
