@@ -198,16 +198,15 @@ std::string choose_root_addr(const std::vector<RankPlace>& places, std::string* 
     return port == 0 ? "" : ip + ":" + std::to_string(port);
   }
   std::vector<in_addr> addrs = ipv4_addresses(root.host);
-  if (addrs.empty()) {
-    *error = "cannot resolve " + root.host + " (the host of rank 0) to an IPv4 address";
-    return "";
-  }
+  // A name only the remote-exec command knows (an ssh config alias, say) is
+  // passed on as is: rank 0's library resolves it there.
+  std::string root_host = addrs.empty() ? root.host : ip_text(addrs.front());
   // The port cannot be probed on another host. Below Linux's default
   // ephemeral range (32768..60999), so no outgoing connection there holds it.
   unsigned char r[2];
   if (!read_random(r, sizeof(r), error)) return "";
   int port = 20000 + ((r[0] << 8) | r[1]) % 12768;
-  return ip_text(addrs.front()) + ":" + std::to_string(port);
+  return root_host + ":" + std::to_string(port);
 }
 
 int find_free_port(const std::string& ip, std::string* error) {

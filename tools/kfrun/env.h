@@ -39,7 +39,8 @@ std::vector<RankPlace> place_ranks(const std::vector<HostSlots>& hosts, const st
 bool is_local_host(const std::string& host);
 
 // KF_ROOT_ADDR for the placed hosts: "127.0.0.1:port" when every rank is
-// local; else the first host's IPv4 address (resolved), or, when the first
+// local; else the first host's IPv4 address (resolved here; the name as
+// given when it does not resolve here), or, when the first
 // host is this one, the local address of the route towards the first remote
 // host (learnt from a UDP socket's connect, which sends nothing). The port
 // is free-now for a local root, random in 20000..32767 for a remote one.
