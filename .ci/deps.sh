@@ -8,7 +8,8 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libcmocka-dev libgtest-dev libbenchmark-dev
   openmpi-bin libopenmpi-dev libhwloc-dev
-  iproute2 procps python3
+  libgloo-dev gnuplot-nox
+  iproute2 procps python3 util-linux coreutils
 )
 
 missing=()
