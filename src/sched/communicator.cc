@@ -54,9 +54,10 @@ Status Communicator::create(const RendezvousPoint& root, int rank, int size,
   c->hosts_.assign(static_cast<size_t>(size), host_identity());
   KF_RETURN_IF_ERROR(discover_local_topology(&c->local_topo_));
   if (size > 1) KF_RETURN_IF_ERROR(c->connect(root));
-  if (size == 1) c->topology_ = JobTopology({c->local_topo_});
-  Status bound = apply_binding(c->topology_, rank, c->local_topo_);
-  if (!bound.is_ok()) KF_LOG_WARN("KF_BIND: " + bound.message());
+  if (size == 1) {
+    c->topology_ = JobTopology({c->local_topo_});
+    c->bind();
+  }
   *out = std::move(c);
   return Status::ok();
 }
@@ -93,12 +94,18 @@ Status Communicator::connect(const RendezvousPoint& root) {
   }
   Status topo = JobTopology::from_records(topo_records, &topology_);
   if (!topo.is_ok()) return remote_error("topology exchange: " + topo.message());
+  bind();  // before shared memory is allocated, so that first touch lands on our NUMA node
   KF_RETURN_IF_ERROR(tcp_->connect_all(addresses, deadline));
   engine_.attach(tcp_.get());
   KF_RETURN_IF_ERROR(connect_shm(addresses));
   KF_LOG_INFO("communicator '" + opts_.name + "' rank " + std::to_string(rank_) + " of " +
               std::to_string(size_) + " connected, listening on " + tcp_->address());
   return Status::ok();
+}
+
+void Communicator::bind() {
+  Status bound = apply_binding(topology_, rank_, local_topo_);
+  if (!bound.is_ok()) KF_LOG_WARN("KF_BIND: " + bound.message());
 }
 
 Status Communicator::agree(const char* what, bool ok, bool* all_ok) {

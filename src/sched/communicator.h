@@ -61,6 +61,8 @@ class Communicator {
   // Sets up shared memory to the ranks on this host (collective; every rank
   // ends with it or, if any rank failed, all fall back to TCP).
   Status connect_shm(const std::vector<std::string>& addresses);
+  // Applies KF_BIND once topology_ is known; warns, never fails.
+  void bind();
   // Collective agreement used during set-up: true iff `ok` on every rank.
   Status agree(const char* what, bool ok, bool* all_ok);
 
