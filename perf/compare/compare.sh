@@ -372,6 +372,9 @@ if [ "$have_gnuplot" -eq 1 ]; then
     echo "set ylabel 'busbw (GB/s, GB = 10^9 B)'"
     echo "set logscale x 2"
     echo "set logscale y 10"
+    # Half a step of padding, so the end points and their labels show.
+    awk -F, 'NR > 1 && $3 > 0 { if (lo == "" || $3 < lo) lo = $3; if ($3 > hi) hi = $3 }
+      END { if (lo != "") printf "set xrange [%g:%g]\n", lo / 1.6, hi * 1.6 }' "$out/results.csv"
     echo "set format y '%g'"
     echo "set grid xtics ytics mytics"
     echo "set key outside right top box"
