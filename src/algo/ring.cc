@@ -17,11 +17,13 @@ namespace kf {
 namespace {
 
 // Receives posted ahead of the one being waited for. Each one in the
-// reduce-scatter needs a chunk-sized scratch slot, so keep it small; four
-// keeps the link busy while a chunk is being reduced.
-constexpr size_t kReduceWindow = 4;
+// reduce-scatter needs a chunk-sized scratch slot (16 MiB at the default
+// 1 MiB chunk). A receive posted late makes its frame arrive as an
+// unexpected message (an extra copy and allocation): over TCP at 64 MiB,
+// np=2, a window of 16 measured 1.3 GB/s against 0.8 GB/s with 4.
+constexpr size_t kReduceWindow = 16;
 // The all-gather receives straight into the result, so it can look further.
-constexpr size_t kGatherWindow = 8;
+constexpr size_t kGatherWindow = 32;
 
 }  // namespace
 
