@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "base/status.h"
 
@@ -26,6 +27,11 @@ class SharedArena {
   // later without an extra barrier: all its readers have since entered a
   // barrier of the use in between.
   virtual int next_buffer() = 0;
+  // Every rank publishes its operation's signature digest with the buffer
+  // it writes (before the barrier); after the barrier each rank compares.
+  virtual void publish_signature(int which, uint32_t digest) = 0;
+  virtual uint32_t signature_of(int rank, int which) = 0;
+
   // Single-copy access to peers' memory (the same answer on every rank).
   // A rank exposes one address per operation before a barrier; after it,
   // peers may read from that address in the rank's address space.

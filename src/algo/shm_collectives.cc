@@ -9,12 +9,25 @@
 namespace kf {
 namespace {
 
-Status one_shot_all_reduce(SharedArena& a, const void* send, void* recv, size_t count,
-                           kf_dtype_t dtype, kf_op_t op) {
+// After the first barrier of an operation: did every rank call it alike?
+Status check_signatures(SharedArena& a, int which, uint32_t signature) {
+  for (int r = 0; r < a.size(); ++r) {
+    if (a.signature_of(r, which) != signature) {
+      return invalid_usage("all_reduce: rank " + std::to_string(r) +
+                           " called it with a different count, dtype or op");
+    }
+  }
+  return Status::ok();
+}
+
+Status one_shot_all_reduce(SharedArena& a, uint32_t signature, const void* send, void* recv,
+                           size_t count, kf_dtype_t dtype, kf_op_t op) {
   const int n = a.size();
   const int w = a.next_buffer();
+  a.publish_signature(w, signature);
   std::memcpy(a.buffer(a.rank(), w), send, count * dtype_size(dtype));
   KF_RETURN_IF_ERROR(a.barrier());
+  KF_RETURN_IF_ERROR(check_signatures(a, w, signature));
   // Every rank reduces in rank order, so every rank gets the same bits.
   reduce_to(dtype, op, recv, a.buffer(0, w), a.buffer(1, w), count);
   for (int r = 2; r < n; ++r) reduce_into(dtype, op, recv, a.buffer(r, w), count);
@@ -33,8 +46,8 @@ Piece piece(size_t m, int n, int j) {
   return {b, e - b};
 }
 
-Status staged_all_reduce(SharedArena& a, const char* send, char* recv, size_t count,
-                         kf_dtype_t dtype, kf_op_t op) {
+Status staged_all_reduce(SharedArena& a, uint32_t signature, const char* send, char* recv,
+                         size_t count, kf_dtype_t dtype, kf_op_t op) {
   const int n = a.size();
   const int r = a.rank();
   const size_t es = dtype_size(dtype);
@@ -48,6 +61,7 @@ Status staged_all_reduce(SharedArena& a, const char* send, char* recv, size_t co
   for (size_t base = 0; base < count; base += round_elems) {
     const size_t m = std::min(round_elems, count - base);
     const int w = a.next_buffer();
+    if (base == 0) a.publish_signature(w, signature);
     char* mine = a.buffer(r, w);
     // Stage the pieces the other ranks reduce; our own piece is read in place.
     for (int j = 0; j < n; ++j) {
@@ -56,6 +70,7 @@ Status staged_all_reduce(SharedArena& a, const char* send, char* recv, size_t co
       if (p.len > 0) std::memcpy(mine + p.begin * es, send + (base + p.begin) * es, p.len * es);
     }
     KF_RETURN_IF_ERROR(a.barrier());
+    if (base == 0) KF_RETURN_IF_ERROR(check_signatures(a, w, signature));
     Piece own = piece(m, n, r);
     if (own.len > 0) {
       char* out = recv + (base + own.begin) * es;
@@ -91,8 +106,8 @@ Status staged_all_reduce(SharedArena& a, const char* send, char* recv, size_t co
 
 }  // namespace
 
-Status arena_all_reduce(SharedArena& a, const void* send, void* recv, size_t count,
-                        kf_dtype_t dtype, kf_op_t op, size_t one_shot_max_bytes) {
+Status arena_all_reduce(SharedArena& a, uint32_t signature, const void* send, void* recv,
+                        size_t count, kf_dtype_t dtype, kf_op_t op, size_t one_shot_max_bytes) {
   const size_t bytes = count * dtype_size(dtype);
   if (a.size() == 1) {
     if (send != recv) std::memcpy(recv, send, bytes);
@@ -100,10 +115,10 @@ Status arena_all_reduce(SharedArena& a, const void* send, void* recv, size_t cou
     return Status::ok();
   }
   if (bytes <= std::min(one_shot_max_bytes, a.buffer_bytes())) {
-    return one_shot_all_reduce(a, send, recv, count, dtype, op);
+    return one_shot_all_reduce(a, signature, send, recv, count, dtype, op);
   }
-  return staged_all_reduce(a, static_cast<const char*>(send), static_cast<char*>(recv), count,
-                           dtype, op);
+  return staged_all_reduce(a, signature, static_cast<const char*>(send), static_cast<char*>(recv),
+                           count, dtype, op);
 }
 
 }  // namespace kf

@@ -20,7 +20,9 @@
 
 namespace kf {
 
-Status arena_all_reduce(SharedArena& a, const void* send, void* recv, size_t count,
-                        kf_dtype_t dtype, kf_op_t op, size_t one_shot_max_bytes);
+// `signature` is the operation's digest of (kind, count, dtype, op); ranks
+// that disagree all fail with KF_ERR_INVALID_USAGE after the first barrier.
+Status arena_all_reduce(SharedArena& a, uint32_t signature, const void* send, void* recv,
+                        size_t count, kf_dtype_t dtype, kf_op_t op, size_t one_shot_max_bytes);
 
 }  // namespace kf

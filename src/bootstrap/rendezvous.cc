@@ -54,7 +54,8 @@ void serve(Fd listener, JobSecret secret, int64_t timeout_ms) {
     }
     Deadline short_d = Deadline::after_ms(kStrangerMs);
     HandshakeResult hs;
-    st = handshake(fd.get(), secret, ConnKind::kRendezvous, kServerId, 0, -1, short_d, &hs);
+    st = handshake(fd.get(), secret, ConnKind::kRendezvous, Role::kAcceptor, kServerId, 0, -1,
+                   short_d, &hs);
     uint32_t size = 0, rank = 0;
     std::string record;
     if (st.is_ok()) st = read_arrival(fd.get(), short_d, &size, &rank, &record);
@@ -112,8 +113,9 @@ Status rendezvous_exchange(const RendezvousPoint& point, int rank, int size,
   Fd fd;
   KF_RETURN_IF_ERROR(connect_tcp(point.host, point.port, deadline, &fd));
   HandshakeResult hs;
-  Status st = handshake(fd.get(), point.secret, ConnKind::kRendezvous, static_cast<uint32_t>(rank),
-                        0, static_cast<int>(kServerId), deadline, &hs);
+  Status st = handshake(fd.get(), point.secret, ConnKind::kRendezvous, Role::kDialer,
+                        static_cast<uint32_t>(rank), 0, static_cast<int64_t>(kServerId), deadline,
+                        &hs);
   if (!st.is_ok()) {
     return Status(st.code(), "rendezvous at " + join_host_port(point.host, point.port) + ": " +
                                  st.message());

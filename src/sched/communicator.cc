@@ -139,7 +139,8 @@ Status Communicator::connect_shm(const std::vector<std::string>& addresses) {
   // Default: 256 KiB pieces per rank (cache sized), 512 KiB to 4 MiB in all.
   size_t stage = staging > 0 ? static_cast<size_t>(staging)
                              : std::min<size_t>(std::max<size_t>(o.local_ranks.size() << 18, 1 << 19), 4 << 20);
-  o.staging_bytes = (stage + 63) / 64 * 64;
+  // Every rank's piece of a round must hold at least 64 bytes.
+  o.staging_bytes = std::max((stage + 63) / 64 * 64, o.local_ranks.size() * 64);
   o.oversubscribed = o.local_ranks.size() > std::thread::hardware_concurrency();
   // The lowest local rank's data address is unique on this host while the
   // communicator lives: it names this communicator's segments.
@@ -157,18 +158,27 @@ Status Communicator::connect_shm(const std::vector<std::string>& addresses) {
   if (!mapped.is_ok()) KF_LOG_WARN("cannot map peers' shared memory, using TCP: " + mapped.message());
   bool all_mapped = false;
   KF_RETURN_IF_ERROR(agree("shm_map", all_ok && mapped.is_ok(), &all_mapped));
-  if (!all_mapped || !want) {
+  if (!all_mapped) {
     shm_.reset();  // unlinks our segment
     return Status::ok();
   }
-  shm_->unlink_own();
-  // Can we read the peers' memory directly? Probe it; everyone must agree.
-  shm_->expose_probe();
+  // From here every rank takes part in both agreements, including a rank
+  // alone on its host (it has no shared memory but others may).
+  if (want) {
+    shm_->unlink_own();
+    shm_->expose_probe();  // can peers read our memory directly? probe it
+  }
   bool all_exposed = false;
   KF_RETURN_IF_ERROR(agree("shm_expose", true, &all_exposed));
-  bool probe_ok = knob_int(Knob::KF_SHM_SINGLE_COPY) != 0 && shm_->probe_single_copy();
+  bool probe_ok = !want || (knob_int(Knob::KF_SHM_SINGLE_COPY) != 0 && shm_->probe_single_copy());
   KF_RETURN_IF_ERROR(agree("shm_single_copy", probe_ok, &single_copy_));
+  if (!want) {
+    shm_.reset();
+    single_copy_ = false;
+    return Status::ok();
+  }
   if (!single_copy_) KF_LOG_INFO("single-copy reads of peer memory are off; staging through shared memory");
+  shm_->set_on_error([this](const Status& why) { engine_.abort(why); });
   engine_.attach_shm(shm_.get());
   // Every rank sees the same hosts, so every rank makes the same choice.
   use_arena_ = shm_->local_size() == size_ && algo_.algorithm == Algorithm::kAuto;

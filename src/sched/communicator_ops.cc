@@ -38,11 +38,16 @@ Status Communicator::run_blocking(const std::string& name, const OpSignature& s,
 
 Status Communicator::all_reduce(const void* send, void* recv, size_t count, kf_dtype_t dt,
                                 kf_op_t op) {
-  return run_blocking("kf.all_reduce", sig(kAllReduce, count, dt, op, -1), [&](Peers& p) {
+  const OpSignature s = sig(kAllReduce, count, dt, op, -1);
+  return run_blocking("kf.all_reduce", s, [&](Peers& p) {
     if (use_arena_) {
       OpArena arena(shm_.get(), &engine_, Deadline::after_ms(opts_.timeout_ms), &arena_next_buffer_,
                     single_copy_);
-      return arena_all_reduce(arena, send, recv, count, dt, op, one_shot_bytes_);
+      Status st = arena_all_reduce(arena, s.digest(), send, recv, count, dt, op, one_shot_bytes_);
+      // A failed staging operation leaves the ranks' barriers out of step:
+      // the communicator cannot be used again.
+      if (!st.is_ok()) engine_.abort(st);
+      return st;
     }
     return kf::all_reduce(p, algo_, send, recv, count, dt, op);
   });

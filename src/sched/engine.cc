@@ -46,7 +46,7 @@ void Engine::break_with(const Status& why) {
     broken_ = why;
   }
   mailbox_.fail_all(why);
-  if (shm_ != nullptr) shm_->fail_all(why);
+  if (ShmTransport* shm = shm_.load()) shm->fail_all(why);
 }
 
 void Engine::on_peer_lost(int peer, const Status& why) { break_with(why); }

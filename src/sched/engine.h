@@ -8,6 +8,7 @@
 // runs right here, and the transports' progress threads move the bytes.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -50,7 +51,8 @@ class Engine {
   void attach(TcpTransport* transport) { transport_ = transport; }
   // The shared-memory transport to same-host peers, if any. Set once, after
   // attach() and before any operation that should use it.
-  void attach_shm(ShmTransport* shm) { shm_ = shm; }
+  void attach_shm(ShmTransport* shm) { shm_.store(shm); }
+  ShmTransport* shm() const { return shm_.load(std::memory_order_acquire); }
 
   using Body = std::function<Status(Peers&)>;
   // Runs the operation `name` (next sequence number of that name) on the
@@ -61,6 +63,9 @@ class Engine {
 
   // A peer is gone: fail every pending receive and break the communicator.
   void on_peer_lost(int peer, const Status& why);
+  // Breaks the communicator (first reason wins): pending and later
+  // operations fail. For failures that leave ranks out of step.
+  void abort(const Status& why) { break_with(why); }
   // OK while the communicator works; else why it broke.
   Status health() const;
 
@@ -75,7 +80,7 @@ class Engine {
   const EngineOptions opts_;
   Mailbox mailbox_;
   TcpTransport* transport_ = nullptr;
-  ShmTransport* shm_ = nullptr;
+  std::atomic<ShmTransport*> shm_{nullptr};  // read by progress threads
 
   mutable std::mutex mu_;
   std::unordered_map<std::string, uint64_t> seqs_;  // guarded by mu_

@@ -25,6 +25,8 @@ class OpArena : public SharedArena {
     *next_buffer_ ^= 1;
     return b;
   }
+  void publish_signature(int which, uint32_t digest) override { shm_->publish_digest(which, digest); }
+  uint32_t signature_of(int rank, int which) override { return shm_->digest_of(rank, which); }
   bool single_copy() const override { return single_copy_; }
   void expose(const void* addr) override { shm_->expose(addr); }
   const char* exposed_by(int rank) override { return static_cast<const char*>(shm_->exposed_by(rank)); }

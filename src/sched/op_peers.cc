@@ -25,8 +25,9 @@ MessageKey OpPeers::key(int peer, Tag tag) const {
 // The transport that carries frames to `peer`: shared memory on this host, else TCP.
 OpPeers::Route OpPeers::route(int peer) {
   Route r;
-  if (engine_->shm_ != nullptr && engine_->shm_->reaches(peer)) {
-    r.shm = engine_->shm_;
+  ShmTransport* shm = engine_->shm();
+  if (shm != nullptr && shm->reaches(peer)) {
+    r.shm = shm;
   } else {
     r.tcp = engine_->transport_;
   }
@@ -36,7 +37,7 @@ OpPeers::Route OpPeers::route(int peer) {
 TransferHandle OpPeers::isend(int peer, Tag tag, const void* buf, size_t len) {
   auto t = std::make_shared<Transfer>(Transfer::Kind::kSend, key(peer, tag), signature_,
                                       const_cast<void*>(buf), len);
-  if (engine_->shm_ != nullptr) t->set_bell(engine_->shm_->bell());
+  if (ShmTransport* shm = engine_->shm()) t->set_bell(shm->bell());
   transfers_.push_back(t);
   Status health = engine_->health();
   if (!health.is_ok()) {
@@ -54,17 +55,24 @@ TransferHandle OpPeers::isend(int peer, Tag tag, const void* buf, size_t len) {
   h.length = len;
   if (peer == rank()) {
     // A message to self never touches a transport.
-    engine_->mailbox().deliver_local(peer, h, buf);
-    t->complete(Status::ok());
+    t->complete(engine_->mailbox().deliver_local(peer, h, buf));
   } else {
-    route(peer).send(t, h);
+    Route r = route(peer);
+    r.send(t, h);
+    // The communicator may have broken between the health check above and
+    // the send: a shared-memory queue failed before this frame joined it
+    // would never complete it.
+    if (r.shm != nullptr && !t->done()) {
+      Status late = engine_->health();
+      if (!late.is_ok()) r.shm->cancel_send(t, late);
+    }
   }
   return t;
 }
 
 TransferHandle OpPeers::irecv(int peer, Tag tag, void* buf, size_t len) {
   auto t = std::make_shared<Transfer>(Transfer::Kind::kRecv, key(peer, tag), signature_, buf, len);
-  if (engine_->shm_ != nullptr) t->set_bell(engine_->shm_->bell());
+  if (ShmTransport* shm = engine_->shm()) t->set_bell(shm->bell());
   transfers_.push_back(t);
   Status health = engine_->health();
   if (!health.is_ok()) {
@@ -81,7 +89,8 @@ TransferHandle OpPeers::irecv(int peer, Tag tag, void* buf, size_t len) {
 
 Status OpPeers::wait(const TransferHandle& t) {
   // With same-host peers, the waiting thread moves shared-memory bytes itself.
-  Status st = engine_->shm_ != nullptr ? engine_->shm_->wait(t, deadline_) : t->wait(deadline_);
+  ShmTransport* shm = engine_->shm();
+  Status st = shm != nullptr ? shm->wait(t, deadline_) : t->wait(deadline_);
   if (st.is_ok()) return st;
   const MessageKey& k = t->key();
   if (st.code() == KF_ERR_TIMEOUT) {
@@ -105,8 +114,8 @@ void OpPeers::withdraw_outstanding(const Status& why) {
     if (t->done()) continue;
     if (t->kind() == Transfer::Kind::kRecv) {
       engine_->mailbox().cancel(t, why);
-    } else if (engine_->shm_ != nullptr && engine_->shm_->reaches(t->key().peer)) {
-      engine_->shm_->cancel_send(t, why);
+    } else if (engine_->shm() != nullptr && engine_->shm()->reaches(t->key().peer)) {
+      engine_->shm()->cancel_send(t, why);
     } else {
       engine_->transport_->cancel_send(t, why);
     }

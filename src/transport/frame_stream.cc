@@ -110,18 +110,20 @@ Status FrameReader::on_header() {
     payload_got_ = 0;
     return Status::ok();
   }
-  start_payload();
-  return Status::ok();
+  return start_payload();
 }
 
-void FrameReader::start_payload() {
+Status FrameReader::start_payload() {
   incoming_ = mailbox_->begin(peer_, header_);
   if (incoming_.blocked) {
     state_ = State::kNeedTarget;
-    return;
+    return Status::ok();
   }
+  KF_RETURN_IF_ERROR(incoming_.error);
+  discard_ = incoming_.discard;
   state_ = State::kPayload;
   payload_got_ = 0;
+  return Status::ok();
 }
 
 Status FrameReader::read_payload(ByteSource& src, size_t* got) {
@@ -153,7 +155,7 @@ void FrameReader::finish() {
 
 Status FrameReader::pump(ByteSource& src) {
   if (state_ == State::kNeedTarget) {
-    start_payload();
+    KF_RETURN_IF_ERROR(start_payload());
     if (state_ == State::kNeedTarget) return Status::ok();
   }
   for (;;) {

@@ -81,7 +81,7 @@ class FrameReader {
  private:
   enum class State { kHeader, kNeedTarget, kPayload };
   Status on_header();
-  void start_payload();
+  Status start_payload();
   Status read_payload(ByteSource& src, size_t* got);
   void finish();
 

@@ -59,16 +59,33 @@ Status decode_hello(const uint8_t* in, Hello* h) {
   return Status::ok();
 }
 
-// MAC over (their nonce, my nonce, my kind, my rank, my epoch).
-uint64_t proof(const JobSecret& secret, const Hello& mine, const Hello& theirs) {
-  uint8_t buf[2 * kNonceBytes + 2 + 4 + 4];
+// MAC over (their nonce, my nonce, my kind, my rank, my epoch, my role).
+uint64_t proof(const JobSecret& secret, const Hello& mine, const Hello& theirs, Role role) {
+  uint8_t buf[2 * kNonceBytes + 2 + 4 + 4 + 1];
   std::memcpy(buf, theirs.nonce, kNonceBytes);
   std::memcpy(buf + kNonceBytes, mine.nonce, kNonceBytes);
   buf[32] = mine.kind & 0xff;
   buf[33] = static_cast<uint8_t>(mine.kind >> 8);
   put32(buf + 34, mine.rank);
   put32(buf + 38, mine.epoch);
+  buf[42] = static_cast<uint8_t>(role);
   return siphash24(secret, buf, sizeof(buf));
+}
+
+Status send_proof(int fd, uint64_t mac, const Deadline& deadline) {
+  uint8_t pbuf[8];
+  for (int i = 0; i < 8; ++i) pbuf[i] = static_cast<uint8_t>(mac >> (8 * i));
+  return write_full(fd, pbuf, sizeof(pbuf), deadline);
+}
+
+Status check_proof(int fd, uint64_t expected, const Deadline& deadline) {
+  uint8_t pbuf[8];
+  KF_RETURN_IF_ERROR(read_full(fd, pbuf, sizeof(pbuf), deadline));
+  uint64_t got = 0;
+  for (int i = 7; i >= 0; --i) got = (got << 8) | pbuf[i];
+  // Not secret-dependent timing worth hiding: a wrong proof only learns "no".
+  if (got != expected) return remote_error("peer does not know the job secret");
+  return Status::ok();
 }
 
 }  // namespace
@@ -147,8 +164,8 @@ Status secret_from_hex(const std::string& hex, JobSecret* out) {
   return Status::ok();
 }
 
-Status handshake(int fd, const JobSecret& secret, ConnKind kind, uint32_t my_rank,
-                 uint32_t epoch, int expected_peer, const Deadline& deadline,
+Status handshake(int fd, const JobSecret& secret, ConnKind kind, Role role, uint32_t my_rank,
+                 uint32_t epoch, int64_t expected_peer, const Deadline& deadline,
                  HandshakeResult* out) {
   Hello mine{static_cast<uint16_t>(kind), my_rank, epoch, {}};
   KF_RETURN_IF_ERROR(random_bytes(mine.nonce, kNonceBytes));
@@ -160,18 +177,16 @@ Status handshake(int fd, const JobSecret& secret, ConnKind kind, uint32_t my_ran
   KF_RETURN_IF_ERROR(decode_hello(buf, &theirs));
   if (theirs.kind != mine.kind) return remote_error("peer opened a connection of another kind");
   if (expected_peer >= 0 && theirs.rank != static_cast<uint32_t>(expected_peer)) {
-    return remote_error("dialled rank " + std::to_string(expected_peer) + " but rank " +
+    return remote_error("dialled " + std::to_string(expected_peer) + " but " +
                         std::to_string(theirs.rank) + " answered");
   }
-  uint64_t my_proof = proof(secret, mine, theirs);
-  uint8_t pbuf[8];
-  for (int i = 0; i < 8; ++i) pbuf[i] = static_cast<uint8_t>(my_proof >> (8 * i));
-  KF_RETURN_IF_ERROR(write_full(fd, pbuf, sizeof(pbuf), deadline));
-  KF_RETURN_IF_ERROR(read_full(fd, pbuf, sizeof(pbuf), deadline));
-  uint64_t their_proof = 0;
-  for (int i = 7; i >= 0; --i) their_proof = (their_proof << 8) | pbuf[i];
-  if (their_proof != proof(secret, theirs, mine)) {
-    return remote_error("peer does not know the job secret");
+  const Role their_role = role == Role::kDialer ? Role::kAcceptor : Role::kDialer;
+  if (role == Role::kDialer) {
+    KF_RETURN_IF_ERROR(send_proof(fd, proof(secret, mine, theirs, role), deadline));
+    KF_RETURN_IF_ERROR(check_proof(fd, proof(secret, theirs, mine, their_role), deadline));
+  } else {
+    KF_RETURN_IF_ERROR(check_proof(fd, proof(secret, theirs, mine, their_role), deadline));
+    KF_RETURN_IF_ERROR(send_proof(fd, proof(secret, mine, theirs, role), deadline));
   }
   out->peer_rank = theirs.rank;
   out->peer_epoch = theirs.epoch;

@@ -24,10 +24,16 @@ struct HandshakeResult {
   uint32_t peer_epoch = 0;
 };
 
-// Runs the handshake on a connected blocking-or-not socket. `expected_peer`
-// is the rank the caller dialled, or -1 when accepting.
-Status handshake(int fd, const JobSecret& secret, ConnKind kind, uint32_t my_rank,
-                 uint32_t epoch, int expected_peer, const Deadline& deadline,
+// Which end of the connection we are. The dialer proves itself first and
+// the acceptor answers only after checking that proof, and the role is part
+// of every MAC: so nobody can make a rank sign a nonce of their choosing and
+// reflect that proof to another rank.
+enum class Role : uint8_t { kDialer = 1, kAcceptor = 2 };
+
+// Runs the handshake on a connected socket. `expected_peer` is the identity
+// the caller dialled (checked against the peer's hello), or -1 for any.
+Status handshake(int fd, const JobSecret& secret, ConnKind kind, Role role, uint32_t my_rank,
+                 uint32_t epoch, int64_t expected_peer, const Deadline& deadline,
                  HandshakeResult* out);
 
 // SipHash-2-4 of `data` keyed by the 16-byte secret.

@@ -1,5 +1,9 @@
 #include "transport/mailbox.h"
 
+#include <new>
+
+#include "base/log.h"
+
 #include <cstring>
 #include <string>
 #include <vector>
@@ -41,6 +45,25 @@ std::string mismatch(const Transfer& t, uint32_t signature, size_t len) {
 Mailbox::Mailbox(size_t limit_bytes, std::function<void()> on_space)
     : limit_bytes_(limit_bytes), on_space_(std::move(on_space)) {}
 
+Status Mailbox::new_stash_locked(const MessageKey& key, const FrameHeader& h,
+                                 std::shared_ptr<Stash>* out) {
+  auto s = std::make_shared<Stash>();
+  s->key = key;
+  s->signature = h.signature;
+  s->len = h.length;
+  // No exception may escape a progress thread: a frame announcing more than
+  // we can allocate fails the connection instead.
+  s->data.reset(new (std::nothrow) char[h.length > 0 ? h.length : 1]);
+  if (!s->data) {
+    return remote_error("cannot buffer an early message of " + std::to_string(h.length) +
+                        " bytes from rank " + std::to_string(key.peer) + ": out of memory");
+  }
+  unexpected_bytes_ += h.length;
+  unexpected_[key] = s;
+  *out = std::move(s);
+  return Status::ok();
+}
+
 Mailbox::Incoming Mailbox::begin(int src, const FrameHeader& h) {
   MessageKey key = key_of(src, h);
   Incoming in;
@@ -48,27 +71,28 @@ Mailbox::Incoming Mailbox::begin(int src, const FrameHeader& h) {
   auto it = posted_.find(key);
   if (it != posted_.end()) {
     TransferHandle t = it->second;
+    posted_.erase(it);
     std::string why = mismatch(*t, h.signature, h.length);
     if (why.empty()) {
-      posted_.erase(it);
       in.target = t;
-      return in;
+    } else {
+      t->cancel(invalid_usage(why));
+      in.discard = true;
     }
-    // The payload is drained into a stash that nobody claims.
-    posted_.erase(it);
-    t->cancel(invalid_usage(why));
-  } else if (unexpected_bytes_ > 0 && unexpected_bytes_ + h.length > limit_bytes_) {
+    return in;
+  }
+  if (unexpected_.count(key) != 0) {
+    // Two frames with one key: a peer broke the protocol (or two names hash
+    // alike). Keep the first; drop this one.
+    KF_LOG_WARN("dropping a duplicate message (" + describe(key) + ")");
+    in.discard = true;
+    return in;
+  }
+  if (unexpected_bytes_ > 0 && unexpected_bytes_ + h.length > limit_bytes_) {
     in.blocked = true;
     return in;
   }
-  auto s = std::make_shared<Stash>();
-  s->key = key;
-  s->signature = h.signature;
-  s->len = h.length;
-  s->data.reset(new char[h.length > 0 ? h.length : 1]);
-  unexpected_bytes_ += h.length;
-  if (it == posted_.end()) unexpected_[key] = s;
-  in.stash = s;
+  in.error = new_stash_locked(key, h, &in.stash);
   return in;
 }
 
@@ -140,21 +164,17 @@ void Mailbox::cancel(const TransferHandle& t, const Status& why) {
   t->cancel(why);
 }
 
-void Mailbox::deliver_local(int self, const FrameHeader& h, const void* data) {
+Status Mailbox::deliver_local(int self, const FrameHeader& h, const void* data) {
   Incoming in = begin(self, h);
-  // A local message is never blocked: the sender is this process and waits for it.
   if (in.blocked) {
+    // A local message is never held back: the sender is this process, and
+    // it would wait for itself.
     std::lock_guard<std::mutex> lock(mu_);
-    auto s = std::make_shared<Stash>();
-    s->key = key_of(self, h);
-    s->signature = h.signature;
-    s->len = h.length;
-    s->data.reset(new char[h.length > 0 ? h.length : 1]);
-    unexpected_bytes_ += h.length;
-    unexpected_[s->key] = s;
     in.blocked = false;
-    in.stash = s;
+    in.error = new_stash_locked(key_of(self, h), h, &in.stash);
   }
+  KF_RETURN_IF_ERROR(in.error);
+  if (in.discard) return Status::ok();
   if (in.target) {
     std::lock_guard<std::mutex> io(in.target->io_mutex());
     if (!in.target->cancelled() && h.length > 0) std::memcpy(in.target->buffer(), data, h.length);
@@ -162,6 +182,7 @@ void Mailbox::deliver_local(int self, const FrameHeader& h, const void* data) {
     std::memcpy(in.stash->data.get(), data, h.length);
   }
   finish(in);
+  return Status::ok();
 }
 
 void Mailbox::fail_all(const Status& why) {

@@ -22,12 +22,17 @@ class Mailbox {
   // transport that paused reading may try again.
   Mailbox(size_t limit_bytes, std::function<void()> on_space);
 
-  // Where the payload of an incoming frame goes. Exactly one of `target`
-  // and `stash` is set, unless `blocked` (store full: try again later).
+  // Where the payload of an incoming frame goes: `target` (a posted
+  // receive: write under target->io_mutex()) or `stash` (an unexpected
+  // message), unless `blocked` (store full: try again later), `discard` (the
+  // frame cannot be delivered: read and drop its payload) or `error` (the
+  // stream is unusable: drop the connection).
   struct Incoming {
     bool blocked = false;
-    TransferHandle target;   // a posted receive: write under target->io_mutex()
-    std::shared_ptr<struct Stash> stash;  // an unexpected message buffer
+    bool discard = false;
+    Status error;
+    TransferHandle target;
+    std::shared_ptr<struct Stash> stash;
   };
 
   // A data frame's header arrived from `src`.
@@ -40,7 +45,7 @@ class Mailbox {
   // Removes a posted receive that will not be waited for (failed operation).
   void cancel(const TransferHandle& t, const Status& why);
   // Delivers a message sent to self, as if it arrived from the network.
-  void deliver_local(int self, const FrameHeader& h, const void* data);
+  Status deliver_local(int self, const FrameHeader& h, const void* data);
   // Fails every posted receive with `why` (the communicator broke).
   void fail_all(const Status& why);
 
@@ -48,6 +53,8 @@ class Mailbox {
 
  private:
   void fill_from_stash(const TransferHandle& t, Stash& s);
+  // Makes a stash for an unexpected message (caller holds mu_).
+  Status new_stash_locked(const MessageKey& key, const FrameHeader& h, std::shared_ptr<Stash>* out);
 
   const size_t limit_bytes_;
   const std::function<void()> on_space_;

@@ -34,7 +34,9 @@ struct SegmentHeader {
   int64_t pid;
   std::atomic<uint64_t> exposed;
   uint64_t probe;  // a known value at a known address, for the start-up probe
-  char pad2[40];
+  // Signature digest of the current staging operation, per staging buffer.
+  std::atomic<uint32_t> digest[2];
+  char pad2[32];
 };
 static_assert(sizeof(SegmentHeader) % 64 == 0, "cache-line aligned");
 
@@ -59,7 +61,8 @@ struct ShmTransport::Conn {
   std::mutex send_mu;
   SendQueue queue;  // guarded by send_mu
   std::mutex recv_mu;
-  FrameReader reader;  // guarded by recv_mu
+  FrameReader reader;   // guarded by recv_mu
+  bool broken = false;  // guarded by recv_mu
 
   // Writes what fits and rings the peer if anything was written. Returns
   // whether bytes moved. Caller holds send_mu. (Ring writes cannot fail.)
@@ -75,11 +78,18 @@ struct ShmTransport::Conn {
 
   // Reads what has arrived and rings the peer if ring space was freed.
   // Returns whether bytes moved. Caller holds recv_mu.
-  bool pump_locked() {
+  bool pump_locked(const std::function<void(const Status&)>& on_error) {
+    if (broken) return false;
     uint64_t before = in.position();
     Status st = reader.pump(in);
     if (!st.is_ok()) {
-      KF_LOG_ERROR("shared-memory stream from rank " + std::to_string(peer) + ": " + st.message());
+      // The stream cannot be resynchronised: stop reading it and break the
+      // communicator, so waiters fail instead of timing out.
+      broken = true;
+      Status why = remote_error("malformed shared-memory stream from rank " + std::to_string(peer) +
+                                ": " + st.message());
+      KF_LOG_ERROR(why.message());
+      if (on_error) on_error(why);
     }
     if (in.position() == before) return false;
     peer_bell->ring();
@@ -105,6 +115,15 @@ char* ShmTransport::staging(int local, int which) const {
   return segment_of_local_[static_cast<size_t>(local)] + sizeof(SegmentHeader) +
          opts_.local_ranks.size() * (sizeof(RingHeader) + opts_.ring_bytes) +
          static_cast<size_t>(which) * opts_.staging_bytes;
+}
+
+void ShmTransport::publish_digest(int which, uint32_t digest) {
+  reinterpret_cast<SegmentHeader*>(own_.data())->digest[which].store(digest, std::memory_order_relaxed);
+}
+
+uint32_t ShmTransport::digest_of(int local, int which) const {
+  auto* h = reinterpret_cast<SegmentHeader*>(segment_of_local_[static_cast<size_t>(local)]);
+  return h->digest[which].load(std::memory_order_relaxed);
 }
 
 void ShmTransport::expose(const void* addr) {
@@ -297,7 +316,7 @@ bool ShmTransport::progress() {
     }
     if (c.in.has_data() || c.reader.paused()) {
       std::unique_lock<std::mutex> lock(c.recv_mu, std::try_to_lock);
-      if (lock.owns_lock()) moved |= c.pump_locked();
+      if (lock.owns_lock()) moved |= c.pump_locked(on_error_);
     }
   }
   return moved;

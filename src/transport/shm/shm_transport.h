@@ -47,6 +47,9 @@ class ShmTransport {
   void unlink_own() { own_.unlink(); }
 
   bool reaches(int rank) const;
+  // Called (from a waiting thread) when a peer's stream is malformed: the
+  // communicator must break. Set before use.
+  void set_on_error(std::function<void(const Status&)> f) { on_error_ = std::move(f); }
   Doorbell* bell() const { return bell_; }
 
   // Queues the data frame of send transfer `t` and writes what fits now.
@@ -69,6 +72,11 @@ class ShmTransport {
   // Waits until every local rank has entered as many staging barriers as
   // this one; `health` reports a broken communicator. Spins, then sleeps.
   Status staging_barrier(const Deadline& deadline, const std::function<Status()>& health);
+
+  // The signature digest of the operation using staging buffer `which`
+  // (published before its first barrier, read after it).
+  void publish_digest(int which, uint32_t digest);
+  uint32_t digest_of(int local, int which) const;
 
   // Single-copy reads of peers' memory (process_vm_readv). A rank exposes
   // one address per operation (before a barrier); peers read from it.
@@ -96,6 +104,7 @@ class ShmTransport {
   std::vector<ShmSegment> peer_segments_;
   std::vector<char*> segment_of_local_;  // every local rank's segment, mapped here
   uint64_t barrier_generation_ = 0;
+  std::function<void(const Status&)> on_error_;
   std::vector<std::unique_ptr<Conn>> conns_;  // indexed by global rank; null if not local
 };
 

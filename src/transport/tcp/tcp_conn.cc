@@ -25,7 +25,9 @@ TcpConn::TcpConn(TcpTransport* owner, int peer, Fd fd, std::string remote)
               FrameReader::Hooks{
                   [this] {
                     bye_received_.store(true);
-                    state_.store(State::kDeparted);
+                    // Only an open connection departs; a lost one stays lost.
+                    State open = State::kOpen;
+                    state_.compare_exchange_strong(open, State::kDeparted);
                   },
                   [this](int lost) {
                     owner_->on_lost_(lost, remote_error("rank " + std::to_string(lost) +
@@ -166,6 +168,17 @@ void TcpConn::close_quietly() {
     ::shutdown(fd_.get(), SHUT_RDWR);
   }
   state_.store(State::kLost);
+  // Nothing queued can reach a peer that left: fail it rather than let its
+  // operation wait for the timeout.
+  queue_.fail_all(remote_error("rank " + std::to_string(peer_) + " destroyed its communicator"));
+}
+
+void TcpConn::detach_while_paused() {
+  // A paused reader does not read; a hung-up socket would report EPOLLHUP on
+  // every epoll_wait. Leave epoll until the mailbox has room again (the
+  // retry path reads without epoll, and finds the end of the stream).
+  std::lock_guard<std::mutex> lock(send_mu_);
+  if (state_.load() != State::kLost) ::epoll_ctl(owner_->epoll_fd_.get(), EPOLL_CTL_DEL, fd_.get(), nullptr);
 }
 
 Status TcpConn::on_readable() {

@@ -42,8 +42,10 @@ class TcpConn : private ByteSink, private ByteSource {
   bool mark_lost(const Status& why);
   bool send_queue_empty();
   bool peer_said_bye() const { return bye_received_.load(); }
-  // Closes after an orderly goodbye.
+  // Closes after an orderly goodbye; fails what is still queued.
   void close_quietly();
+  // Stops epoll reporting a hung-up socket while the reader is paused.
+  void detach_while_paused();
 
  private:
   Status write_some(const iovec* iov, int iovcnt, size_t* written) override;

@@ -62,7 +62,7 @@ void TcpTransport::accept_loop() {
 
 Status TcpTransport::admit(Fd fd, const std::string& from, const Deadline& deadline) {
   HandshakeResult hs;
-  KF_RETURN_IF_ERROR(handshake(fd.get(), opts_.secret, ConnKind::kData,
+  KF_RETURN_IF_ERROR(handshake(fd.get(), opts_.secret, ConnKind::kData, Role::kAcceptor,
                                static_cast<uint32_t>(opts_.rank), opts_.epoch, -1, deadline, &hs));
   int peer = static_cast<int>(hs.peer_rank);
   if (hs.peer_epoch != opts_.epoch) return remote_error("peer is in another epoch");
@@ -90,7 +90,7 @@ Status TcpTransport::connect_all(const std::vector<std::string>& addresses,
     Fd fd;
     KF_RETURN_IF_ERROR(connect_tcp(host, port, deadline, &fd));
     HandshakeResult hs;
-    Status st = handshake(fd.get(), opts_.secret, ConnKind::kData,
+    Status st = handshake(fd.get(), opts_.secret, ConnKind::kData, Role::kDialer,
                           static_cast<uint32_t>(opts_.rank), opts_.epoch, peer, deadline, &hs);
     if (!st.is_ok()) {
       return Status(st.code(), "connecting to rank " + std::to_string(peer) + " at " +
@@ -166,6 +166,10 @@ void TcpTransport::progress_loop() {
       if (c.state() == TcpConn::State::kLost) continue;
       if (events[i].events & EPOLLOUT) c.on_writable();
       if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+        if (c.paused()) {
+          if (events[i].events & (EPOLLHUP | EPOLLERR)) c.detach_while_paused();
+          continue;
+        }
         Status st = c.on_readable();
         if (!st.is_ok()) {
           if (st.code() == KF_ERR_ABORTED || stopping_.load()) {
