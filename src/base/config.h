@@ -30,7 +30,7 @@ const KnobInfo& knob_info(Knob k);
 std::string knob_string(Knob k);
 // True when the environment sets the knob (to anything but "").
 bool knob_is_set(Knob k);
-// The knob parsed as an integer; `fallback` (with a warning) if it does not parse.
+// The knob parsed as an integer; its default (with a warning) if it does not parse.
 int64_t knob_int(Knob k);
 
 }  // namespace kf
