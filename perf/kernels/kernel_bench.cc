@@ -21,8 +21,14 @@
 
 #include "algo/half.h"
 #include "algo/kernels/kernels.h"
+#include "base/dtype.h"
 
 namespace {
+
+// Sizes and names come from the library's own table (base/dtype.h).
+using kf::dtype_name;
+using kf::op_name;
+size_t esize(kf_dtype_t t) { return kf::dtype_size(t); }
 
 const int64_t kSizes[] = {32 << 10, 1 << 20, 64 << 20};
 
@@ -37,34 +43,6 @@ Buffer make_buffer(size_t bytes) {
   if (p == nullptr) std::abort();
   std::memset(p, 0, bytes);
   return Buffer(static_cast<char*>(p));
-}
-
-size_t esize(kf_dtype_t t) {
-  switch (t) {
-    case KF_INT8:
-    case KF_UINT8:
-      return 1;
-    case KF_FLOAT16:
-    case KF_BFLOAT16:
-      return 2;
-    case KF_INT32:
-    case KF_UINT32:
-    case KF_FLOAT32:
-      return 4;
-    default:
-      return 8;
-  }
-}
-
-const char* dtype_name(kf_dtype_t t) {
-  static const char* names[] = {"int8",   "uint8",   "int32",    "uint32",  "int64",
-                                "uint64", "float16", "bfloat16", "float32", "float64"};
-  return names[t];
-}
-
-const char* op_name(kf_op_t op) {
-  static const char* names[] = {"sum", "prod", "min", "max", "avg"};
-  return names[op];
 }
 
 // Ordinary values (small, positive and negative, no NaN or subnormal: those

@@ -8,7 +8,7 @@ namespace kf {
 Status all_gather(Peers& p, const AlgoOptions& o, const void* send, void* recv, size_t sendcount,
                   kf_dtype_t dtype) {
   const int n = p.size();
-  const size_t es = dtype_bytes(dtype);
+  const size_t es = dtype_size(dtype);
   if (sendcount == 0) return Status::ok();
   // In place when send already sits at block r of recv; copy_elems skips it.
   copy_elems(byte_ptr(recv, static_cast<size_t>(p.rank()) * sendcount, es), send, sendcount, es);

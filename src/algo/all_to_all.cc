@@ -13,7 +13,7 @@ Status all_to_all(Peers& p, const AlgoOptions& o, const void* send, void* recv, 
                   kf_dtype_t dtype) {
   const int n = p.size();
   const int r = p.rank();
-  const size_t es = dtype_bytes(dtype);
+  const size_t es = dtype_size(dtype);
   if (count == 0) return Status::ok();
   const size_t block = count;
   auto at = [&](const void* base, int b) {

@@ -5,28 +5,6 @@
 
 namespace kf {
 
-size_t dtype_bytes(kf_dtype_t dtype) {
-  switch (dtype) {
-    case KF_INT8:
-    case KF_UINT8:
-      return 1;
-    case KF_FLOAT16:
-    case KF_BFLOAT16:
-      return 2;
-    case KF_INT32:
-    case KF_UINT32:
-    case KF_FLOAT32:
-      return 4;
-    case KF_INT64:
-    case KF_UINT64:
-    case KF_FLOAT64:
-      return 8;
-    case KF_DTYPE_COUNT:
-      break;
-  }
-  return 0;
-}
-
 size_t chunk_elems(const AlgoOptions& o, size_t esize) {
   if (esize == 0) return 1;
   return std::max<size_t>(1, o.chunk_bytes / esize);

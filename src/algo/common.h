@@ -8,12 +8,11 @@
 
 #include "algo/collectives.h"
 #include "algo/peers.h"
+#include "base/dtype.h"
 #include "kungfu/types.h"
 
 namespace kf {
 
-// Bytes of one element; 0 for an invalid dtype (src/api rejects those).
-size_t dtype_bytes(kf_dtype_t dtype);
 
 // Elements per pipeline chunk: chunk_bytes rounded down to whole elements,
 // at least one, so that an element is never split between two messages.

@@ -12,7 +12,7 @@ Status gather(Peers& p, const AlgoOptions& o, const void* send, void* recv, size
               kf_dtype_t dtype, int root) {
   const int n = p.size();
   const int r = p.rank();
-  const size_t es = dtype_bytes(dtype);
+  const size_t es = dtype_size(dtype);
   if (sendcount == 0) return Status::ok();
   const size_t chunk = chunk_elems(o, es);
   std::vector<TransferHandle> ts;
@@ -34,7 +34,7 @@ Status scatter(Peers& p, const AlgoOptions& o, const void* send, void* recv, siz
                kf_dtype_t dtype, int root) {
   const int n = p.size();
   const int r = p.rank();
-  const size_t es = dtype_bytes(dtype);
+  const size_t es = dtype_size(dtype);
   if (recvcount == 0) return Status::ok();
   const size_t chunk = chunk_elems(o, es);
   std::vector<TransferHandle> ts;

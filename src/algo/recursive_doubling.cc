@@ -47,7 +47,7 @@ Status rd_all_reduce(Peers& p, const AlgoOptions& o, const void* send, void* rec
                      kf_dtype_t dtype, kf_op_t op) {
   const int n = p.size();
   const int r = p.rank();
-  const size_t es = dtype_bytes(dtype);
+  const size_t es = dtype_size(dtype);
   const size_t chunk = chunk_elems(o, es);
   copy_elems(recv, send, count, es);
   std::vector<char> tmp(count * es);

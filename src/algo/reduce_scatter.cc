@@ -11,7 +11,7 @@ namespace kf {
 Status reduce_scatter(Peers& p, const AlgoOptions& o, const void* send, void* recv,
                       size_t recvcount, kf_dtype_t dtype, kf_op_t op) {
   const int n = p.size();
-  const size_t es = dtype_bytes(dtype);
+  const size_t es = dtype_size(dtype);
   if (recvcount == 0) return Status::ok();
   if (n == 1) {
     copy_elems(recv, send, recvcount, es);

@@ -33,7 +33,7 @@ Status ring_reduce_scatter_core(Peers& p, const RingReduceScatterArgs& a) {
   const int r = p.rank();
   const int right = mod(r + 1, n);
   const int left = mod(r - 1, n);
-  const size_t es = dtype_bytes(a.dtype);
+  const size_t es = dtype_size(a.dtype);
   const size_t K = l.chunks();
   const size_t items = static_cast<size_t>(n - 1) * K;
   const size_t own_begin = l.segment(r).begin;
@@ -145,7 +145,7 @@ Status ring_all_reduce(Peers& p, const AlgoOptions& o, const void* send, void* r
                        kf_dtype_t dtype, kf_op_t op) {
   const int n = p.size();
   const int r = p.rank();
-  const size_t es = dtype_bytes(dtype);
+  const size_t es = dtype_size(dtype);
   const Layout l = Layout::balanced(count, n, chunk_elems(o, es));
 
   // The owner of each segment finishes KF_AVG before sharing it, so every
@@ -173,7 +173,7 @@ Status ring_reduce(Peers& p, const AlgoOptions& o, const void* send, void* recv,
                    kf_dtype_t dtype, kf_op_t op, int root) {
   const int n = p.size();
   const int r = p.rank();
-  const size_t es = dtype_bytes(dtype);
+  const size_t es = dtype_size(dtype);
   const Layout l = Layout::balanced(count, n, chunk_elems(o, es));
   const int gather_step = n - 1;  // after the reduce-scatter's steps
 

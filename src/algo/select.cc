@@ -39,7 +39,7 @@ bool use_ring(const AlgoOptions& o, size_t count, size_t es, int n) {
 
 Status all_reduce(Peers& p, const AlgoOptions& o, const void* send, void* recv, size_t count,
                   kf_dtype_t dtype, kf_op_t op) {
-  const size_t es = dtype_bytes(dtype);
+  const size_t es = dtype_size(dtype);
   if (count == 0) return Status::ok();
   if (p.size() == 1) {
     copy_elems(recv, send, count, es);  // the average of one rank is its value
@@ -51,7 +51,7 @@ Status all_reduce(Peers& p, const AlgoOptions& o, const void* send, void* recv, 
 
 Status reduce(Peers& p, const AlgoOptions& o, const void* send, void* recv, size_t count,
               kf_dtype_t dtype, kf_op_t op, int root) {
-  const size_t es = dtype_bytes(dtype);
+  const size_t es = dtype_size(dtype);
   if (count == 0) return Status::ok();
   if (p.size() == 1) {
     copy_elems(recv, send, count, es);
@@ -64,7 +64,7 @@ Status reduce(Peers& p, const AlgoOptions& o, const void* send, void* recv, size
 
 Status broadcast(Peers& p, const AlgoOptions& o, const void* send, void* recv, size_t count,
                  kf_dtype_t dtype, int root) {
-  const size_t es = dtype_bytes(dtype);
+  const size_t es = dtype_size(dtype);
   if (count == 0) return Status::ok();
   // Root sends from its result buffer, so an out-of-place root copies first.
   if (p.rank() == root) copy_elems(recv, send, count, es);

@@ -65,7 +65,7 @@ Status binomial_broadcast(Peers& p, const AlgoOptions& o, void* buf, size_t coun
   const int parent = v == 0 ? -1 : mod(v - lowest_bit(v) + root, n);
   std::vector<int> children;
   for (int c : binomial_children(v, n)) children.push_back(mod(c + root, n));
-  const size_t es = dtype_bytes(dtype);
+  const size_t es = dtype_size(dtype);
   return pipelined_bcast(p, parent, children, buf, count, es, chunk_elems(o, es));
 }
 
@@ -76,7 +76,7 @@ Status chain_broadcast(Peers& p, const AlgoOptions& o, void* buf, size_t count, 
   const int parent = v == 0 ? -1 : mod(p.rank() - 1, n);
   std::vector<int> children;
   if (v + 1 < n) children.push_back(mod(p.rank() + 1, n));
-  const size_t es = dtype_bytes(dtype);
+  const size_t es = dtype_size(dtype);
   return pipelined_bcast(p, parent, children, buf, count, es, chunk_elems(o, es));
 }
 
@@ -85,7 +85,7 @@ Status binomial_reduce(Peers& p, const AlgoOptions& o, const void* send, void* r
   const int n = p.size();
   const int r = p.rank();
   const int v = mod(r - root, n);
-  const size_t es = dtype_bytes(dtype);
+  const size_t es = dtype_size(dtype);
   const size_t chunk = chunk_elems(o, es);
   const std::vector<int> children = binomial_children(v, n);
 

@@ -16,34 +16,6 @@ bool is_signed_int(kf_dtype_t t) {
   return t == KF_INT8 || t == KF_INT32 || t == KF_INT64;
 }
 
-size_t esize(kf_dtype_t t) {
-  switch (t) {
-    case KF_INT8:
-    case KF_UINT8:
-      return 1;
-    case KF_FLOAT16:
-    case KF_BFLOAT16:
-      return 2;
-    case KF_INT32:
-    case KF_UINT32:
-    case KF_FLOAT32:
-      return 4;
-    default:
-      return 8;
-  }
-}
-
-const char* dtype_name(kf_dtype_t t) {
-  static const char* names[] = {"int8",   "uint8",   "int32",    "uint32",  "int64",
-                                "uint64", "float16", "bfloat16", "float32", "float64"};
-  return names[t];
-}
-
-const char* op_name(kf_op_t op) {
-  static const char* names[] = {"sum", "prod", "min", "max", "avg"};
-  return names[op];
-}
-
 namespace {
 
 uint64_t norm(kf_dtype_t t, uint64_t v) {

@@ -10,14 +10,15 @@
 
 #include "kungfu/types.h"
 
+#include "base/dtype.h"
+
 namespace kf {
 namespace test {
 
 bool is_float(kf_dtype_t t);
 bool is_signed_int(kf_dtype_t t);
-size_t esize(kf_dtype_t t);
-const char* dtype_name(kf_dtype_t t);
-const char* op_name(kf_op_t op);
+// Sizes and names come from the library's own table (base/dtype.h).
+inline size_t esize(kf_dtype_t t) { return dtype_size(t); }
 
 // A scalar of any dtype: `i` for integer dtypes, `f` for floating ones.
 struct Value {
