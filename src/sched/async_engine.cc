@@ -237,12 +237,15 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
 
   *out = o->req;
   // 5. Release the submission's hold on completion.
-  bool fin;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    fin = --o->unfinished == 0;
+    if (--o->unfinished == 0) {
+      o->finalize_task.op = o;
+      o->finalize_task.index = kFinalizeTask;
+      o->finalize_task.state = AsyncPartition::State::kRunnable;
+      dispatch_locked(&o->finalize_task);
+    }
   }
-  if (fin) finalize(o);
   return Status::ok();
 }
 
@@ -409,6 +412,8 @@ void AsyncEngine::worker_loop() {
       lock.unlock();
       if (p == nullptr) {
         admit_and_start();
+      } else if (p->index == kFinalizeTask) {
+        finalize(p->op);
       } else {
         run_partition_task(p);
       }
@@ -436,7 +441,11 @@ bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req) {
     if (mine == nullptr) return false;
     mine->state = AsyncPartition::State::kRunning;
   }
-  run_partition_task(mine);
+  if (mine->index == kFinalizeTask) {
+    finalize(mine->op);
+  } else {
+    run_partition_task(mine);
+  }
   return true;
 }
 
