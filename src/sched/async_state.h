@@ -77,6 +77,7 @@ struct AsyncOp {
   std::mutex mu;
   Status error;               // first failure; guarded by mu
   std::vector<char> checked;  // per rank: signature compared; guarded by mu
+  bool sig_mismatch = false;  // error is the signature difference; guarded by mu
 
   void set_error(const Status& st) {
     std::lock_guard<std::mutex> lock(mu);
