@@ -430,7 +430,7 @@ void AsyncEngine::worker_loop() {
 bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req) {
   AsyncPartition* mine = nullptr;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     for (auto it = runnable_.begin(); it != runnable_.end(); ++it) {
       if (*it != nullptr && (*it)->op->req == req) {
         mine = *it;
@@ -438,7 +438,28 @@ bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req) {
         break;
       }
     }
-    if (mine == nullptr) return false;
+    if (mine == nullptr) {
+      // Nothing to run yet: if the op waits for peers' signature frames
+      // over shared memory (which has no progress thread), read them here.
+      ShmTransport* shm = engine_->shm();
+      if (shm == nullptr) return false;
+      TransferHandle t;
+      for (auto& kv : pending_) {
+        AsyncOp* o = kv.second.get();
+        if (o->req != req || !o->ready || o->confirmed) continue;
+        for (auto& s : o->sig_recv) {
+          if (s && !s->done()) {
+            t = s;
+            break;
+          }
+        }
+        break;
+      }
+      if (!t) return false;
+      lock.unlock();
+      shm->wait(t, Deadline::after_ms(2));
+      return true;
+    }
     mine->state = AsyncPartition::State::kRunning;
   }
   if (mine->index == kFinalizeTask) {
