@@ -216,6 +216,11 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
       starts.push_back(p);
     }
     if (size_ == 1 || o->sigs_seen + 1 == static_cast<uint32_t>(size_)) confirm_locked(o);
+    Status broken = engine_->health();  // a break before ready: on_broken missed this op
+    if (!broken.is_ok()) {
+      o->set_error(Status(broken.code(), o->label() + ": " + broken.message()));
+      drop_queued_locked(o);
+    }
     admit_locked(&starts);
     while (prefix < o->plan.count && o->parts[prefix].state != AsyncPartition::State::kQueued) {
       ++prefix;
@@ -397,6 +402,24 @@ void AsyncEngine::on_control_frame(int src, uint64_t name_hash, uint64_t wire_se
     if (chunk > r.prefix) r.prefix = chunk;
   } else {
     r.parts.insert(part);
+  }
+}
+
+void AsyncEngine::on_broken(const Status& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& kv : pending_) {
+    AsyncOp* o = kv.second.get();
+    if (!o->ready) continue;
+    o->set_error(why);
+    uint32_t before = o->unfinished;
+    drop_queued_locked(o);
+    // Completion may wait on transports: never on this (transport) thread.
+    if (before != 0 && o->unfinished == 0) {
+      o->finalize_task.op = o;
+      o->finalize_task.index = kFinalizeTask;
+      o->finalize_task.state = AsyncPartition::State::kRunnable;
+      dispatch_locked(&o->finalize_task);
+    }
   }
 }
 

@@ -174,6 +174,10 @@ class AsyncEngine {
   void on_control_frame(int src, uint64_t name_hash, uint64_t wire_seq, uint32_t step,
                         uint32_t chunk);
 
+  // The communicator broke (peer lost): every pending operation fails with
+  // `why` (queued partitions are dropped; running ones fail on their own).
+  void on_broken(const Status& why);
+
   // Waits until no operation is pending (shutdown), at most `ms`.
   void drain(int64_t ms);
 

@@ -49,6 +49,7 @@ Communicator::Communicator(int rank, int size, const CommOptions& opts)
   // Control frames of asynchronous operations go to the async engine, even
   // before this rank submits the operation they belong to.
   AsyncEngine* async = async_.get();
+  engine_.set_on_break([async](const Status& why) { async->on_broken(why); });
   engine_.mailbox().set_control_hook([async](int src, const FrameHeader& h) {
     async->on_control_frame(src, h.name_hash, h.seq, h.step, h.signature);
     return h.step == AsyncEngine::kStartStep;

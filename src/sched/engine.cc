@@ -47,6 +47,7 @@ void Engine::break_with(const Status& why) {
   }
   mailbox_.fail_all(why);
   if (ShmTransport* shm = shm_.load()) shm->fail_all(why);
+  if (on_break_) on_break_(why);
 }
 
 void Engine::on_peer_lost(int peer, const Status& why) { break_with(why); }

@@ -68,6 +68,9 @@ class Engine {
   void abort(const Status& why) { break_with(why); }
   // OK while the communicator works; else why it broke.
   Status health() const;
+  // Called once (on the thread that breaks it) when the communicator
+  // breaks, after pending receives failed. Set before any traffic.
+  void set_on_break(std::function<void(const Status&)> f) { on_break_ = std::move(f); }
 
   int rank() const { return opts_.rank; }
   int size() const { return opts_.size; }
@@ -85,6 +88,7 @@ class Engine {
   mutable std::mutex mu_;
   std::unordered_map<std::string, uint64_t> seqs_;  // guarded by mu_
   Status broken_;                                   // guarded by mu_
+  std::function<void(const Status&)> on_break_;
 };
 
 }  // namespace kf
