@@ -38,6 +38,16 @@
  * buffer at any time: do not touch either. After completion the engine never
  * touches them again, whatever the status.
  *
+ * Destroying a communicator waits for its pending operations (at most the
+ * operation timeout), then fails what is left with KF_ERR_ABORTED. Requests
+ * stay valid after that (test, wait, error text, free).
+ *
+ * Performance: asynchronous operations always move data over the peer
+ * rings (shared memory or TCP), never over the shared-memory arena that the
+ * blocking all_reduce uses when every rank shares one host, which is faster
+ * for that case. Small single-partition operations (up to 64 KiB) start at
+ * submission; larger ones start once every rank has submitted them.
+ *
  * Knobs (see kfinfo): KF_PARTITION_BYTES (default partition size),
  * KF_CREDIT_BYTES (credit window), KF_STALL_WARN_MS.
  *
