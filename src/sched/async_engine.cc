@@ -65,7 +65,13 @@ AsyncEngine::AsyncEngine(Engine* engine, const AlgoOptions& algo, int64_t timeou
       partition_bytes_(knob_bytes(Knob::KF_PARTITION_BYTES, 4 << 20)),
       credit_bytes_(knob_bytes(Knob::KF_CREDIT_BYTES, 16 << 20)) {}
 
-AsyncEngine::~AsyncEngine() {
+AsyncEngine::~AsyncEngine() { close(); }
+
+void AsyncEngine::close() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return;
+  }
   drain(0);
   bool busy;
   {
@@ -123,6 +129,10 @@ void AsyncEngine::emit(AsyncEvent::Type type, const AsyncOp& op, uint32_t partit
 // ---- submission -----------------------------------------------------------
 
 Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return aborted_error("the communicator is being destroyed: cannot run '" + spec.name + "'");
+  }
   Status health = engine_->health();
   if (!health.is_ok()) {
     return aborted_error("the communicator is broken and cannot run '" + spec.name +
@@ -338,6 +348,7 @@ void AsyncEngine::admit_and_start() {
 // Puts a started partition where a worker (or a waiting caller) takes it.
 // A started partition must never wait for a thread: spawn one if none idle.
 void AsyncEngine::dispatch_locked(AsyncPartition* p) {
+  if (stop_) return;  // closed: nothing runs any more
   runnable_.push_back(p);
   if (idle_workers_ >= runnable_.size()) {
     work_cv_.notify_one();

@@ -146,7 +146,12 @@ class AsyncRequest {
 class AsyncEngine {
  public:
   AsyncEngine(Engine* engine, const AlgoOptions& algo, int64_t timeout_ms);
-  ~AsyncEngine();  // waits for running partitions, stops threads
+  ~AsyncEngine();  // close()
+
+  // Waits for pending operations (drain), ends what is left with
+  // KF_ERR_ABORTED, and stops the threads. Idempotent; later submissions
+  // and control frames are ignored.
+  void close();
 
   // Submits one operation. If *out is set it becomes the operation's
   // completion state, else a new one is made; on success *out is that state

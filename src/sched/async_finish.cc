@@ -124,6 +124,7 @@ void AsyncEngine::drain(int64_t ms) {
 // ---- stall inspector --------------------------------------------------------
 
 void AsyncEngine::start_inspector_locked() {
+  if (stop_) return;
   if (inspector_started_) {
     if (inspector_sleeping_) inspect_cv_.notify_one();
     return;

@@ -47,16 +47,34 @@ Communicator::Communicator(int rank, int size, const CommOptions& opts)
       engine_(engine_options(rank, size, opts)),
       async_(new AsyncEngine(&engine_, algo_, opts.timeout_ms)) {
   // Control frames of asynchronous operations go to the async engine, even
-  // before this rank submits the operation they belong to.
-  AsyncEngine* async = async_.get();
-  engine_.set_on_break([async](const Status& why) { async->on_broken(why); });
-  engine_.mailbox().set_control_hook([async](int src, const FrameHeader& h) {
-    async->on_control_frame(src, h.name_hash, h.seq, h.step, h.signature);
+  // before this rank submits the operation they belong to. Transport threads
+  // may still deliver frames while the communicator is destroyed: they reach
+  // the engine only under hook_mu_, and never after ~Communicator cut it off.
+  hook_target_ = async_.get();
+  engine_.set_on_break([this](const Status& why) {
+    std::lock_guard<std::mutex> lock(hook_mu_);
+    if (hook_target_ != nullptr) hook_target_->on_broken(why);
+  });
+  engine_.mailbox().set_control_hook([this](int src, const FrameHeader& h) {
+    {
+      std::lock_guard<std::mutex> lock(hook_mu_);
+      if (hook_target_ != nullptr) {
+        hook_target_->on_control_frame(src, h.name_hash, h.seq, h.step, h.signature);
+      }
+    }
     return h.step == AsyncEngine::kStartStep;
   });
 }
 
-Communicator::~Communicator() { shutdown(); }
+Communicator::~Communicator() {
+  shutdown();
+  async_->close();  // ends what is left while frames may still reach it
+  {
+    std::lock_guard<std::mutex> lock(hook_mu_);
+    hook_target_ = nullptr;
+  }
+  async_.reset();
+}
 
 Status Communicator::create(const RendezvousPoint& root, int rank, int size,
                             const CommOptions& opts, std::unique_ptr<Communicator>* out) {

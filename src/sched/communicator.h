@@ -82,6 +82,8 @@ class Communicator {
   std::unique_ptr<ShmTransport> shm_;
   // After the transports: destroyed first, while they still carry frames.
   std::unique_ptr<AsyncEngine> async_;
+  std::mutex hook_mu_;                   // guards hook_target_ against destruction
+  AsyncEngine* hook_target_ = nullptr;   // async_ while it may take frames
   bool shut_down_ = false;
   std::mutex blocking_mu_;  // serialises blocking calls
   // Shared-memory collectives: used when every rank shares this host.
