@@ -268,8 +268,10 @@ int main(int argc, char** argv) {
     l.recv.shrink_to_fit();
   };
 
+  std::vector<unsigned> thread_seeds;
+  for (int t = 0; t < nthreads; ++t) thread_seeds.push_back(local() + static_cast<unsigned>(t));
   auto worker = [&](int t) {
-    std::mt19937 rng(local() + static_cast<unsigned>(t));
+    std::mt19937 rng(thread_seeds[static_cast<size_t>(t)]);
     std::vector<Live*> outstanding;
     for (const std::vector<int>& round : plan[static_cast<size_t>(t)]) {
       for (int id : round) {

@@ -1,4 +1,5 @@
 #include "transport/shm/shm_transport.h"
+#include <atomic>
 
 #include <sched.h>
 #include <sys/uio.h>
@@ -63,6 +64,9 @@ struct ShmTransport::Conn {
   std::mutex recv_mu;
   FrameReader reader;   // guarded by recv_mu
   bool broken = false;  // guarded by recv_mu
+  // reader.paused() as of the last pump, for progress() to decide without
+  // the lock whether a pump is worth trying.
+  std::atomic<bool> reader_paused{false};
 
   // Writes what fits and rings the peer if anything was written. Returns
   // whether bytes moved. Caller holds send_mu. (Ring writes cannot fail.)
@@ -82,6 +86,7 @@ struct ShmTransport::Conn {
     if (broken) return false;
     uint64_t before = in.position();
     Status st = reader.pump(in);
+    reader_paused.store(reader.paused(), std::memory_order_release);
     if (!st.is_ok()) {
       // The stream cannot be resynchronised: stop reading it and break the
       // communicator, so waiters fail instead of timing out.
@@ -314,7 +319,9 @@ bool ShmTransport::progress() {
       std::unique_lock<std::mutex> lock(c.send_mu, std::try_to_lock);
       if (lock.owns_lock() && !c.queue.empty()) moved |= c.flush_locked();
     }
-    if (c.in.has_data() || c.reader.paused()) {
+    // The reader's state belongs to whoever holds recv_mu (concurrent
+    // waiters all drive progress): look at it only under the lock.
+    if (c.in.has_data() || c.reader_paused.load(std::memory_order_acquire)) {
       std::unique_lock<std::mutex> lock(c.recv_mu, std::try_to_lock);
       if (lock.owns_lock()) moved |= c.pump_locked(on_error_);
     }
