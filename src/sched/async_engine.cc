@@ -205,6 +205,7 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
   {
     std::lock_guard<std::mutex> lock(mu_);
     o->ready = true;
+    if (size_ > 1) start_inspector_locked();  // it skipped this op while it was not ready
     o->queued = o->plan.count;
     o->seen.assign(static_cast<size_t>(size_), 0);
     auto rem = remembered_.find({o->name_hash, o->seq});
