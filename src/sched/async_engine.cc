@@ -63,7 +63,7 @@ AsyncEngine::AsyncEngine(Engine* engine, const AlgoOptions& algo, int64_t timeou
       stall_warn_ms_(knob_int(Knob::KF_STALL_WARN_MS)), rank_(engine->rank()),
       size_(engine->size()),
       partition_bytes_(knob_bytes(Knob::KF_PARTITION_BYTES, 4 << 20)),
-      credit_bytes_(knob_bytes(Knob::KF_CREDIT_BYTES, 16 << 20)) {}
+      credit_bytes_(knob_bytes(Knob::KF_CREDIT_BYTES, 4 << 20)) {}
 
 AsyncEngine::~AsyncEngine() { close(); }
 
@@ -98,7 +98,7 @@ void AsyncEngine::set_partition_bytes(uint64_t bytes) {
 }
 
 void AsyncEngine::set_credit_bytes(uint64_t bytes) {
-  credit_bytes_.store(bytes > 0 ? bytes : knob_bytes(Knob::KF_CREDIT_BYTES, 16 << 20));
+  credit_bytes_.store(bytes > 0 ? bytes : knob_bytes(Knob::KF_CREDIT_BYTES, 4 << 20));
   std::vector<AsyncPartition*> starts;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -493,6 +493,9 @@ bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req) {
       if (!t) return false;
       lock.unlock();
       shm->wait(t, Deadline::after_ms(2));
+      // A confirmation seen just now: admit here rather than wait for the
+      // worker that the hook woke (one thread hand-off fewer).
+      admit_and_start();
       return true;
     }
     mine->state = AsyncPartition::State::kRunning;
