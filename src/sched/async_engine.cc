@@ -4,6 +4,7 @@
 #include "sched/async_engine.h"
 
 #include <chrono>
+#include <new>
 
 #include "base/config.h"
 #include "base/dtype.h"
@@ -523,7 +524,15 @@ void AsyncEngine::run_partition_task(AsyncPartition* p) {
       peers.set_display(o->seq, "");
     }
     if (size_ > 1) peers.set_watch([this, o] { return check_signatures(o); });
-    st = run_partition(peers, algo_, o->spec, o->plan, p->index);
+    // No exception may leave an engine thread (DESIGN.md: no abort on
+    // errors): a failed allocation fails this operation instead.
+    try {
+      st = run_partition(peers, algo_, o->spec, o->plan, p->index);
+    } catch (const std::bad_alloc&) {
+      st = system_error(o->label() + ": out of memory");
+    } catch (...) {
+      st = internal_error(o->label() + ": unexpected exception");
+    }
     if (!st.is_ok()) peers.withdraw_outstanding(st);
   }
   emit(AsyncEvent::Type::kPartitionDone, *o, p->index, p->bytes, st);

@@ -59,7 +59,14 @@ Communicator::Communicator(int rank, int size, const CommOptions& opts)
     {
       std::lock_guard<std::mutex> lock(hook_mu_);
       if (hook_target_ != nullptr) {
-        hook_target_->on_control_frame(src, h.name_hash, h.seq, h.step, h.signature);
+        // A transport thread must not see an exception (the only one
+        // possible is a failed allocation: the frame is then ignored and
+        // the operation ends by its timeout).
+        try {
+          hook_target_->on_control_frame(src, h.name_hash, h.seq, h.step, h.signature);
+        } catch (...) {
+          KF_LOG_ERROR("out of memory handling a control frame from rank " + std::to_string(src));
+        }
       }
     }
     return h.step == AsyncEngine::kStartStep;
