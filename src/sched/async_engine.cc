@@ -64,7 +64,7 @@ AsyncEngine::AsyncEngine(Engine* engine, const AlgoOptions& algo, int64_t timeou
       stall_warn_ms_(knob_int(Knob::KF_STALL_WARN_MS)), rank_(engine->rank()),
       size_(engine->size()),
       partition_bytes_(knob_bytes(Knob::KF_PARTITION_BYTES, 4 << 20)),
-      credit_bytes_(knob_bytes(Knob::KF_CREDIT_BYTES, 4 << 20)) {}
+      credit_bytes_(knob_bytes(Knob::KF_CREDIT_BYTES, 1 << 20)) {}
 
 AsyncEngine::~AsyncEngine() { close(); }
 
@@ -99,7 +99,7 @@ void AsyncEngine::set_partition_bytes(uint64_t bytes) {
 }
 
 void AsyncEngine::set_credit_bytes(uint64_t bytes) {
-  credit_bytes_.store(bytes > 0 ? bytes : knob_bytes(Knob::KF_CREDIT_BYTES, 4 << 20));
+  credit_bytes_.store(bytes > 0 ? bytes : knob_bytes(Knob::KF_CREDIT_BYTES, 1 << 20));
   std::vector<AsyncPartition*> starts;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -394,7 +394,12 @@ void AsyncEngine::on_control_frame(int src, uint64_t name_hash, uint64_t wire_se
       saw_signature_locked(o, src);
       if (!o->confirmed && o->sigs_seen + 1 == static_cast<uint32_t>(size_)) {
         confirm_locked(o);
-        if (o->in_ready) dispatch_locked(nullptr);
+        // One admission task at a time is enough: it admits everything
+        // that fits when it runs.
+        if (o->in_ready && !admit_task_queued_) {
+          admit_task_queued_ = true;
+          dispatch_locked(nullptr);
+        }
       }
     } else if (part < o->plan.count) {
       force_locked(o, part);
@@ -444,7 +449,11 @@ void AsyncEngine::worker_loop() {
     if (!runnable_.empty()) {
       AsyncPartition* p = runnable_.front();
       runnable_.pop_front();
-      if (p != nullptr) p->state = AsyncPartition::State::kRunning;
+      if (p != nullptr) {
+        p->state = AsyncPartition::State::kRunning;
+      } else {
+        admit_task_queued_ = false;
+      }
       lock.unlock();
       if (p == nullptr) {
         admit_and_start();
@@ -472,6 +481,18 @@ bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req) {
         mine = *it;
         runnable_.erase(it);
         break;
+      }
+    }
+    // None of ours, but started partitions of other operations wait for a
+    // worker: run the first here (this thread would only sleep, and the
+    // operations it waits for often need them, e.g. under wait_all).
+    if (mine == nullptr && !req->done()) {
+      for (auto it = runnable_.begin(); it != runnable_.end(); ++it) {
+        if (*it != nullptr && (*it)->index != kFinalizeTask) {
+          mine = *it;
+          runnable_.erase(it);
+          break;
+        }
       }
     }
     if (mine == nullptr) {

@@ -244,6 +244,7 @@ class AsyncEngine {
   std::map<OpKey, Remembered> remembered_;
   std::set<QueueKey> ready_;  // confirmed operations with queued partitions
   uint32_t eager_running_ = 0;   // small partitions started at submission
+  bool admit_task_queued_ = false;  // an admission task waits in runnable_
   std::deque<AsyncPartition*> runnable_;
   uint64_t inflight_self_ = 0;        // bytes of partitions started on our credit
   uint32_t inflight_self_count_ = 0;  // and their number
