@@ -3,12 +3,14 @@
 // Several communicators may live in one process; there is no singleton.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "algo/collectives.h"
+#include "algo/strategy.h"
 #include "base/status.h"
 #include "bootstrap/rendezvous.h"
 #include "sched/engine.h"
@@ -22,6 +24,10 @@ struct CommOptions {
   int64_t timeout_ms = 60000;  // init and each operation; < 0 = never
   std::string name = "world";
 };
+
+// KF_STRATEGY and the KF_HIER_* knobs (comm_strategy.cc).
+Strategy strategy_from_knobs();
+StrategyOptions strategy_options_from_knobs();
 
 class Communicator {
  public:
@@ -54,6 +60,12 @@ class Communicator {
   Status send(const void* buf, size_t count, kf_dtype_t dt, int peer);
   Status recv(void* buf, size_t count, kf_dtype_t dt, int peer);
 
+  // Strategy of all_reduce, broadcast and all_gather (comm_strategy.cc).
+  Strategy strategy() const { return static_cast<Strategy>(strategy_.load()); }
+  // Collective, in the order of the blocking calls: every rank passes the
+  // same kf_strategy_t value, or every rank fails and keeps the old one.
+  Status set_strategy(int requested);
+
  private:
   Communicator(int rank, int size, const CommOptions& opts);
   Status connect(const RendezvousPoint& root);
@@ -83,6 +95,14 @@ class Communicator {
   int arena_next_buffer_ = 0;
   size_t one_shot_bytes_ = 0;
   bool single_copy_ = false;  // peers' buffers readable with process_vm_readv
+  // Strategies (comm_strategy.cc): the knobs, and the host layout built from
+  // topology_ on first use. strategy_ changes only in set_strategy(), between
+  // blocking calls, so every rank reads the same value in each collective.
+  const HostLayout& host_layout();
+  std::atomic<int> strategy_{static_cast<int>(strategy_from_knobs())};
+  const StrategyOptions strategy_opts_ = strategy_options_from_knobs();
+  std::once_flag layout_once_;
+  HostLayout layout_;
 };
 
 }  // namespace kf
