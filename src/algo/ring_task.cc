@@ -39,7 +39,8 @@ void RingTask::start() {
   if (first.len > 0) sends_.push_back(p_.isend(right, make_tag(0, 0), buf_ + first.begin * es_, first.len * es_));
 }
 
-Status RingTask::finish() {
+Status RingTask::reduce_scatter() {
+  reduced_ = true;
   if (n_ < 2) return Status::ok();
   const int right = mod(r_ + 1, n_);
   for (int t = 0; t + 1 < n_; ++t) {
@@ -52,6 +53,13 @@ Status RingTask::finish() {
     // Step n-2 finishes segment r: it starts the all-gather (step n-1).
     sends_.push_back(p_.isend(right, make_tag(0, t + 1), dst, c.len * es_));
   }
+  return Status::ok();
+}
+
+Status RingTask::finish() {
+  if (!reduced_) KF_RETURN_IF_ERROR(reduce_scatter());
+  if (n_ < 2) return Status::ok();
+  const int right = mod(r_ + 1, n_);
   for (int t = 0; t + 1 < n_; ++t) {
     const Range c = segment(r_ - t - 1);
     if (c.len == 0) continue;

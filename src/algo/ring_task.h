@@ -31,8 +31,14 @@ class RingTask {
 
   // Posts every receive and the sends of step 0. Call once.
   void start();
-  // Completes the ring: afterwards buf holds the result on every rank and
-  // every send has finished. Returns the first error.
+  // Runs the reduce-scatter steps: waits for each partial result, combines
+  // and passes it on; ends having posted the first all-gather send. Called
+  // once, after start(); the all-gather then proceeds on the wire while the
+  // caller does other work.
+  Status reduce_scatter();
+  // Completes the ring (runs reduce_scatter() first if the caller has not):
+  // afterwards buf holds the result on every rank and every send has
+  // finished. Returns the first error.
   Status finish();
 
  private:
@@ -49,6 +55,7 @@ class RingTask {
   std::vector<char> scratch_;  // one slot of the longest segment per step
   size_t slot_bytes_ = 0;
   std::vector<TransferHandle> rs_recvs_, ag_recvs_, sends_;
+  bool reduced_ = false;
 };
 
 }  // namespace kf

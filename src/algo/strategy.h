@@ -32,10 +32,10 @@ const char* strategy_name(Strategy s);
 bool parse_strategy(const std::string& text, Strategy* out);
 
 struct StrategyOptions {
-  size_t hier_threshold_bytes = 1 << 20;  // kAuto: hierarchical from this size on
+  size_t hier_threshold_bytes = 32 << 10;  // kAuto: hierarchical from this size on
   // The hierarchical all_reduce pipelines slices of this size: the
   // intra-host phases of one slice overlap the inter-host phase of another.
-  size_t hier_slice_bytes = 4 << 20;
+  size_t hier_slice_bytes = 1 << 20;
 };
 
 // The strategy that runs a message of `bytes`: resolves kAuto, and falls
