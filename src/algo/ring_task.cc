@@ -17,7 +17,7 @@ void RingTask::start() {
   const int left = mod(r_ - 1, n_);
   const int right = mod(r_ + 1, n_);
   slot_bytes_ = layout_.max_chunk() * es_;
-  scratch_.resize(static_cast<size_t>(n_ - 1) * slot_bytes_);
+  scratch_.reset(new char[static_cast<size_t>(n_ - 1) * slot_bytes_]);  // not zero-filled
   rs_recvs_.assign(static_cast<size_t>(n_ - 1), nullptr);
   ag_recvs_.assign(static_cast<size_t>(n_ - 1), nullptr);
   for (int t = 0; t + 1 < n_; ++t) {
@@ -26,7 +26,7 @@ void RingTask::start() {
     const Range rs = segment(r_ - t - 2);
     if (rs.len > 0) {
       rs_recvs_[static_cast<size_t>(t)] =
-          p_.irecv(left, make_tag(0, t), scratch_.data() + static_cast<size_t>(t) * slot_bytes_,
+          p_.irecv(left, make_tag(0, t), scratch_.get() + static_cast<size_t>(t) * slot_bytes_,
                    rs.len * es_);
     }
     const Range ag = segment(r_ - t - 1);
@@ -49,7 +49,7 @@ Status RingTask::reduce_scatter() {
     KF_RETURN_IF_ERROR(p_.wait(rs_recvs_[static_cast<size_t>(t)]));
     char* dst = buf_ + c.begin * es_;
     // "Left's partial op mine", as in the ring core.
-    reduce_to(dtype_, op_, dst, scratch_.data() + static_cast<size_t>(t) * slot_bytes_, dst, c.len);
+    reduce_to(dtype_, op_, dst, scratch_.get() + static_cast<size_t>(t) * slot_bytes_, dst, c.len);
     // Step n-2 finishes segment r: it starts the all-gather (step n-1).
     sends_.push_back(p_.isend(right, make_tag(0, t + 1), dst, c.len * es_));
   }

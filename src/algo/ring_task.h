@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <vector>
 
 #include "algo/common.h"
@@ -52,7 +53,7 @@ class RingTask {
   const int n_;
   const int r_;
   const Layout layout_;
-  std::vector<char> scratch_;  // one slot of the longest segment per step
+  std::unique_ptr<char[]> scratch_;  // one slot of the longest segment per step
   size_t slot_bytes_ = 0;
   std::vector<TransferHandle> rs_recvs_, ag_recvs_, sends_;
   bool reduced_ = false;
