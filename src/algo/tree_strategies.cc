@@ -11,13 +11,15 @@
 //    results chunk by chunk, and passes each chunk to its parent leader as
 //    soon as it is complete. The root leader ends with the result
 //    (KF_AVG: it divides).
-//  - down: each chunk travels back the same way, forwarded as it arrives.
+//  - down: each chunk travels back the same way, forwarded as it arrives,
+//    while later chunks still travel up.
 // Every rank receives the root's bits, so results agree bitwise.
 //
 // Order and deadlock freedom: non-leaders post all their messages first. A
-// leader then works through its (chunk, tree) items in the same order on
-// every rank; an item waits only on the same item at its children (up) or
-// parent (down), which never wait on a later item.
+// leader then works through its (chunk, tree) items in chunk order; an up
+// item waits only on the same item at its children, and the down items of
+// chunk k - kDownLag wait on parents that reach them after their up items
+// of chunk k, which wait on nothing later.
 #include <algorithm>
 #include <vector>
 
@@ -33,6 +35,8 @@ constexpr int kMaxTrees = 64;
 // Up items whose receives are posted ahead; each needs a chunk-sized scratch
 // slot per input (host members and child leaders).
 constexpr size_t kUpWindow = 4;
+// Chunk rows the down direction runs behind the up direction.
+constexpr size_t kDownLag = 2;
 enum : uint32_t { kStepUp = 0, kStepDown = 1 };
 
 struct Tree {
@@ -131,6 +135,30 @@ Status TreeAllReduce::run() {
     }
   }
 
+  // Down receives are posted at once, in place: a chunk's result can only
+  // arrive after this rank's own up message of it, which the parent needed.
+  std::vector<TransferHandle> down(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    const Item& it = items[i];
+    if (it.tree->parent >= 0) {
+      down[i] = p_.irecv(it.tree->parent, phase_tag(it.tree->phase, it.chunk, kStepDown),
+                         recv_ + it.range.begin * es_, it.range.len * es_);
+    }
+  }
+  // Forwards item i's result to child leaders and host members.
+  auto run_down = [&](size_t i) -> Status {
+    const Item& it = items[i];
+    if (down[i]) KF_RETURN_IF_ERROR(p_.wait(down[i]));
+    const char* res = recv_ + it.range.begin * es_;
+    for (int c : it.tree->children) {
+      sends.push_back(p_.isend(c, phase_tag(it.tree->phase, it.chunk, kStepDown), res, it.range.len * es_));
+    }
+    for (int m : it.tree->members) {
+      sends.push_back(p_.isend(m, phase_tag(it.tree->phase, it.chunk, kStepDown), res, it.range.len * es_));
+    }
+    return Status::ok();
+  };
+
   // Up: combine and pass on, receives posted kUpWindow items ahead.
   size_t max_inputs = 0;
   for (const Item& it : items) max_inputs = std::max(max_inputs, inputs(it).size());
@@ -150,6 +178,7 @@ Status TreeAllReduce::run() {
     }
   };
   for (size_t i = 0; i + 1 < kUpWindow; ++i) post_up(i);
+  size_t next_down = 0;
   for (size_t i = 0; i < items.size(); ++i) {
     post_up(i + kUpWindow - 1);  // reuses the slots of item i - 1, already combined
     const Item& it = items[i];
@@ -167,29 +196,18 @@ Status TreeAllReduce::run() {
     } else if (op_ == KF_AVG) {
       finish_average(dtype_, acc, it.range.len, p_.size());
     }
-  }
-
-  // Down: the result arrives in place (after this rank's own up message of
-  // the chunk, which its parent needed first) and is forwarded at once.
-  std::vector<TransferHandle> down(items.size());
-  for (size_t i = 0; i < items.size(); ++i) {
-    const Item& it = items[i];
-    if (it.tree->parent >= 0) {
-      down[i] = p_.irecv(it.tree->parent, phase_tag(it.tree->phase, it.chunk, kStepDown),
-                         recv_ + it.range.begin * es_, it.range.len * es_);
+    // After the last item of chunk row k, the down items of row k - kDownLag:
+    // results flow down while later chunks still flow up (the two
+    // directions of every link busy at once). Their parents send them after
+    // their own row k, which needs only up messages that every rank has
+    // sent by the end of its row k, so waiting here cannot deadlock.
+    const bool row_end = i + 1 == items.size() || items[i + 1].chunk != it.chunk;
+    if (!row_end || it.chunk < kDownLag) continue;
+    while (next_down < items.size() && items[next_down].chunk <= it.chunk - kDownLag) {
+      KF_RETURN_IF_ERROR(run_down(next_down++));
     }
   }
-  for (size_t i = 0; i < items.size(); ++i) {
-    const Item& it = items[i];
-    if (down[i]) KF_RETURN_IF_ERROR(p_.wait(down[i]));
-    const char* res = recv_ + it.range.begin * es_;
-    for (int c : it.tree->children) {
-      sends.push_back(p_.isend(c, phase_tag(it.tree->phase, it.chunk, kStepDown), res, it.range.len * es_));
-    }
-    for (int m : it.tree->members) {
-      sends.push_back(p_.isend(m, phase_tag(it.tree->phase, it.chunk, kStepDown), res, it.range.len * es_));
-    }
-  }
+  while (next_down < items.size()) KF_RETURN_IF_ERROR(run_down(next_down++));
   KF_RETURN_IF_ERROR(wait_all(p_, member_recvs));
   return wait_all(p_, sends);
 }
