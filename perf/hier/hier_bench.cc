@@ -5,8 +5,9 @@
 // under both, and print both times and their ratio. At --link-size the
 // first rank of every host also reads its network interface's byte counters
 // (/sys/class/net/IFACE/statistics, inside the emulated host's namespace)
-// before and after the timed loop, and prints the bytes/s the host's link
-// carried in each direction under both strategies.
+// before and after every timed batch, and prints the median over batches of
+// the bytes/s the host's link carried in each direction under both
+// strategies.
 //
 // usage: hier_bench [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP]
 //                   [--vs hier|tree|multi-tree|auto] [--link IFACE]
@@ -126,9 +127,7 @@ void run_size(kf_comm_t comm, const Options& o, const kf_strategy_t strat[2], ui
   if (reps < o.iters) reps = o.iters;
   if (reps > 1000) reps = 1000;
 
-  std::vector<double> per_op[2];
-  double secs[2] = {0, 0};
-  uint64_t tx[2] = {0, 0}, rx[2] = {0, 0};
+  std::vector<double> per_op[2], tx_bps[2], rx_bps[2];
   bool link_ok = measure_link;
   for (int rep = 0; rep < reps; ++rep) {
     for (int k = 0; k < 2; ++k) {
@@ -141,9 +140,10 @@ void run_size(kf_comm_t comm, const Options& o, const kf_strategy_t strat[2], ui
       for (int i = 0; i < batch; ++i) op();
       const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (link_ok) link_ok = link_bytes(o.link, &tx1, &rx1);
-      tx[k] += tx1 - tx0;
-      rx[k] += rx1 - rx0;
-      secs[k] += t;
+      if (link_ok && t > 0) {
+        tx_bps[k].push_back(static_cast<double>(tx1 - tx0) / t);
+        rx_bps[k].push_back(static_cast<double>(rx1 - rx0) / t);
+      }
       per_op[k].push_back(t * 1e6 / batch);
     }
   }
@@ -157,9 +157,11 @@ void run_size(kf_comm_t comm, const Options& o, const kf_strategy_t strat[2], ui
     double sum = 0;
     for (double v : mx) sum += v;
     t.mean_us = sum / static_cast<double>(mx.size());
-    if (link_ok && secs[k] > 0) {
-      t.tx_bps = static_cast<double>(tx[k]) / secs[k];
-      t.rx_bps = static_cast<double>(rx[k]) / secs[k];
+    // The median batch's link rate: a batch slowed by other load on the
+    // machine would drag a mean down.
+    if (link_ok && !tx_bps[k].empty()) {
+      t.tx_bps = median(tx_bps[k]);
+      t.rx_bps = median(rx_bps[k]);
     }
     // Check: sum over ranks of (i + r) % 64.
     set(comm, strat[k]);
