@@ -7,11 +7,19 @@
 //                           argument errors with their last-error text.
 //   split_mp leave          the last rank destroys its communicator instead of
 //                           splitting: every other rank's split fails, no hang.
+//   split_mp fail           rank 1 runs out of file descriptors (RLIMIT_NOFILE)
+//                           while splitting, first before its listener opens,
+//                           then while its new communicator sets up: every
+//                           rank's split fails, within the timeout, and the
+//                           parent still works (np >= 3).
 //   split_mp cluster K M    on K hosts x M ranks (tests/cluster): split_host has
 //                           the M ranks of this host, split_cross one rank per
 //                           host; collectives exact on both, and a two-level
 //                           all_reduce through them equals the flat one.
 // Every check prints "[rank] FAIL ..." and the program exits 1 if any failed.
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -278,6 +286,58 @@ int leave(kf_comm_t world, int rank, int size) {
   return 0;
 }
 
+// The lowest free file descriptor number.
+int lowest_free_fd() {
+  int fd = dup(0);
+  if (fd >= 0) close(fd);
+  return fd;
+}
+
+// Splits by parity with rank 1 limited to `spare` new file descriptors:
+// 0 fails its listener (the exchange tells every rank), 1 lets the listener
+// open and fails the next descriptor of its new communicator (the closing
+// agreement tells every rank).
+void split_short_of_fds(kf_comm_t world, int rank, int spare) {
+  rlimit saved{};
+  getrlimit(RLIMIT_NOFILE, &saved);
+  if (rank == 1) {
+    rlimit low = saved;
+    low.rlim_cur = static_cast<rlim_t>(lowest_free_fd() + spare);
+    CHECK(setrlimit(RLIMIT_NOFILE, &low) == 0, "setrlimit");
+  }
+  kf_comm_t out = reinterpret_cast<kf_comm_t>(0x1);
+  kf_status_t st = kf_comm_split(world, rank % 2, rank, nullptr, &out);
+  if (rank == 1) setrlimit(RLIMIT_NOFILE, &saved);
+  CHECK(st != KF_SUCCESS && out == nullptr, "spare %d: split succeeded", spare);
+  std::printf("[%d] spare %d: %s: %s\n", rank, spare, kf_status_string(st), kf_comm_last_error(world));
+  // The other group connected fine; its error names the failed rank(s).
+  // Rank 1's group partners report their own failure to reach it.
+  if (rank % 2 == 0 && st != KF_SUCCESS) {
+    CHECK(std::strstr(kf_comm_last_error(world), "rank(s) 1") != nullptr, "spare %d: error does not name rank 1",
+          spare);
+  }
+}
+
+int fail(kf_comm_t world, int rank, int size) {
+  split_short_of_fds(world, rank, 0);
+  split_short_of_fds(world, rank, 1);
+  // Both failures were agreed on: the parent works, and splits again.
+  int32_t one = 1, total = 0;
+  CHECK_OK(kf_all_reduce(world, &one, &total, 1, KF_INT32, KF_SUM), world);
+  CHECK(total == size, "parent all_reduce after failed splits: %d", total);
+  kf_comm_t parity = nullptr;
+  CHECK_OK(kf_comm_split(world, rank % 2, rank, nullptr, &parity), world);
+  std::vector<int32_t> members;
+  for (int r = rank % 2; r < size; r += 2) members.push_back(r);
+  if (parity != nullptr) {
+    check_members(parity, "parity after failures", members, rank);
+    exercise(parity, members, 47);
+  }
+  CHECK_OK(kf_comm_destroy(parity), nullptr);
+  CHECK_OK(kf_comm_destroy(world), nullptr);
+  return 0;
+}
+
 int cluster(kf_comm_t world, int rank, int size, int k, int m) {
   CHECK(size == k * m, "size %d is not %d x %d", size, k, m);
   int host_index = -1;
@@ -334,10 +394,12 @@ int main(int argc, char** argv) {
     rc = basic(world, rank, size);
   } else if (mode == "leave") {
     rc = leave(world, rank, size);
+  } else if (mode == "fail" && size >= 3) {
+    rc = fail(world, rank, size);
   } else if (mode == "cluster" && argc > 3) {
     rc = cluster(world, rank, size, std::atoi(argv[2]), std::atoi(argv[3]));
   } else {
-    std::fprintf(stderr, "usage: split_mp basic | leave | cluster K M\n");
+    std::fprintf(stderr, "usage: split_mp basic | leave | fail | cluster K M\n");
     return 2;
   }
   if (g_failed > 0 || rc != 0) {
