@@ -40,7 +40,8 @@ Status split(const char* call, kf_comm* comm, SplitBy by, int color, int key,
   if (!read.is_ok()) return kf::invalid_argument(std::string(call) + ": " + read.message());
 
   std::unique_ptr<kf::Communicator> impl;
-  KF_RETURN_IF_ERROR(parent.split(color < 0 ? kf::Communicator::kNoColor : color, key, opts, &impl));
+  KF_RETURN_IF_ERROR(
+      parent.split(color < 0 ? kf::Communicator::kNoColor : color, key, opts, &impl));
   if (!impl) return Status::ok();  // KF_SPLIT_NONE
   auto* c = new kf_comm();
   c->impl = std::move(impl);

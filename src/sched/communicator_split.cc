@@ -55,9 +55,8 @@ Status Communicator::split(int color, int key, const CommOptions& opts,
     OpSignature sig;
     sig.kind = kSplitKind;
     sig.count = bytes;
-    return engine_.run(name, sig, [&](Peers& p) {
-      return kf::all_gather(p, algo_, mine, all, bytes, KF_UINT8);
-    });
+    return engine_.run(
+        name, sig, [&](Peers& p) { return kf::all_gather(p, algo_, mine, all, bytes, KF_UINT8); });
   };
 
   // 1. This rank's listener and record. The new communicator's peers are
@@ -92,13 +91,15 @@ Status Communicator::split(int color, int key, const CommOptions& opts,
     longest = std::max(longest, static_cast<size_t>(std::max(h[kLength], 0)));
   }
   if (!failed.empty()) {
-    if (!mine.is_ok()) return Status(mine.code(), "split of '" + opts_.name + "': " + mine.message());
+    if (!mine.is_ok())
+      return Status(mine.code(), "split of '" + opts_.name + "': " + mine.message());
     return remote_error("split of '" + opts_.name + "': rank(s) " + rank_list(failed) +
                         " could not open a listening socket");
   }
   std::vector<char> padded(longest, 0), all(longest * static_cast<size_t>(size_));
   std::memcpy(padded.data(), record.data(), record.size());
-  if (longest > 0) KF_RETURN_IF_ERROR(exchange("kf.split.records", padded.data(), all.data(), longest));
+  if (longest > 0)
+    KF_RETURN_IF_ERROR(exchange("kf.split.records", padded.data(), all.data(), longest));
 
   // 3. This rank's group connects.
   std::unique_ptr<Communicator> child;
@@ -110,13 +111,15 @@ Status Communicator::split(int color, int key, const CommOptions& opts,
     for (size_t i = 0; i < members.size(); ++i) {
       size_t m = static_cast<size_t>(members[i]);
       if (members[i] == rank_) my_index = static_cast<int>(i);
-      records.emplace_back(&all[m * longest], static_cast<size_t>(headers[m * kHeaderFields + kLength]));
+      records.emplace_back(&all[m * longest],
+                           static_cast<size_t>(headers[m * kHeaderFields + kLength]));
     }
     child.reset(new Communicator(my_index, static_cast<int>(members.size()), opts));
     child->secret_ = secret_;
     child->local_topo_ = local_topo_;
     Deadline deadline = Deadline::after_ms(set_up_ms(opts.timeout_ms, opts_.timeout_ms));
-    built = child->connect_with_records(records, std::move(listener), deadline, /*bind_cpus=*/false);
+    built =
+        child->connect_with_records(records, std::move(listener), deadline, /*bind_cpus=*/false);
     if (!built.is_ok()) child.reset();
   }
 

@@ -35,20 +35,21 @@ namespace {
 int g_rank = -1;
 int g_failed = 0;
 
-#define CHECK(cond, ...)                                        \
-  do {                                                          \
-    if (!(cond)) {                                              \
+#define CHECK(cond, ...)                                                     \
+  do {                                                                       \
+    if (!(cond)) {                                                           \
       std::fprintf(stderr, "[%d] FAIL %s:%d: ", g_rank, __FILE__, __LINE__); \
-      std::fprintf(stderr, __VA_ARGS__);                        \
-      std::fprintf(stderr, "\n");                               \
-      ++g_failed;                                               \
-    }                                                           \
+      std::fprintf(stderr, __VA_ARGS__);                                     \
+      std::fprintf(stderr, "\n");                                            \
+      ++g_failed;                                                            \
+    }                                                                        \
   } while (0)
 
-#define CHECK_OK(call, comm)                                                              \
-  do {                                                                                    \
-    kf_status_t st_ = (call);                                                             \
-    CHECK(st_ == KF_SUCCESS, "%s: %s: %s", #call, kf_status_string(st_), kf_comm_last_error(comm)); \
+#define CHECK_OK(call, comm)                                             \
+  do {                                                                   \
+    kf_status_t st_ = (call);                                            \
+    CHECK(st_ == KF_SUCCESS, "%s: %s: %s", #call, kf_status_string(st_), \
+          kf_comm_last_error(comm));                                     \
   } while (0)
 
 int comm_rank(kf_comm_t c) {
@@ -80,7 +81,8 @@ void exercise(kf_comm_t c, const std::vector<int32_t>& members, int64_t salt) {
     for (uint64_t i = 0; i < count; ++i) {
       buf[i] = (members[static_cast<size_t>(me)] + 1) * 1000003LL + static_cast<int64_t>(i) * salt;
       for (int r = 0; r < n; ++r) {
-        expect[i] += (members[static_cast<size_t>(r)] + 1) * 1000003LL + static_cast<int64_t>(i) * salt;
+        expect[i] +=
+            (members[static_cast<size_t>(r)] + 1) * 1000003LL + static_cast<int64_t>(i) * salt;
       }
     }
     CHECK_OK(kf_all_reduce(c, buf.data(), buf.data(), count, KF_INT64, KF_SUM), c);
@@ -95,24 +97,28 @@ void exercise(kf_comm_t c, const std::vector<int32_t>& members, int64_t salt) {
     }
     CHECK_OK(kf_broadcast(c, buf.data(), buf.data(), buf.size(), KF_INT32, root), c);
     size_t bad = 0;
-    for (size_t i = 0; i < buf.size(); ++i) bad += buf[i] != static_cast<int32_t>(root * 7919 + i + salt);
+    for (size_t i = 0; i < buf.size(); ++i)
+      bad += buf[i] != static_cast<int32_t>(root * 7919 + i + salt);
     CHECK(bad == 0, "broadcast from %d: %zu wrong elements", root, bad);
   }
   {
     const size_t k = 513;
     std::vector<int32_t> send(k), recv(k * static_cast<size_t>(n), -1);
-    for (size_t i = 0; i < k; ++i) send[i] = members[static_cast<size_t>(me)] * 100000 + static_cast<int32_t>(i);
+    for (size_t i = 0; i < k; ++i)
+      send[i] = members[static_cast<size_t>(me)] * 100000 + static_cast<int32_t>(i);
     CHECK_OK(kf_all_gather(c, send.data(), recv.data(), k, KF_INT32), c);
     size_t bad = 0;
     for (int r = 0; r < n; ++r)
       for (size_t i = 0; i < k; ++i)
-        bad += recv[static_cast<size_t>(r) * k + i] != members[static_cast<size_t>(r)] * 100000 + static_cast<int32_t>(i);
+        bad += recv[static_cast<size_t>(r) * k + i] !=
+               members[static_cast<size_t>(r)] * 100000 + static_cast<int32_t>(i);
     CHECK(bad == 0, "all_gather: %zu wrong elements", bad);
   }
   {
     const size_t k = 100;
     std::vector<int32_t> send(k * static_cast<size_t>(n)), recv(k, -1);
-    for (size_t i = 0; i < send.size(); ++i) send[i] = static_cast<int32_t>(i) + members[static_cast<size_t>(me)];
+    for (size_t i = 0; i < send.size(); ++i)
+      send[i] = static_cast<int32_t>(i) + members[static_cast<size_t>(me)];
     CHECK_OK(kf_reduce_scatter(c, send.data(), recv.data(), k, KF_INT32, KF_SUM), c);
     int32_t member_sum = 0;
     for (int32_t m : members) member_sum += m;
@@ -137,7 +143,8 @@ void exercise(kf_comm_t c, const std::vector<int32_t>& members, int64_t salt) {
 }
 
 // Checks that `c` has exactly `expect` (world ranks in order) as members.
-void check_members(kf_comm_t c, const char* what, const std::vector<int32_t>& expect, int world_rank) {
+void check_members(kf_comm_t c, const char* what, const std::vector<int32_t>& expect,
+                   int world_rank) {
   CHECK(comm_size(c) == static_cast<int>(expect.size()), "%s: size %d, expected %zu", what,
         comm_size(c), expect.size());
   int pos = -1;
@@ -167,12 +174,12 @@ void argument_errors(kf_comm_t world) {
   kf_comm_t out = reinterpret_cast<kf_comm_t>(0x1);
   kf_status_t st = kf_comm_split(world, 0, 0, nullptr, nullptr);
   CHECK(st == KF_ERR_INVALID_ARGUMENT, "NULL newcomm: %s", kf_status_string(st));
-  CHECK(std::strstr(kf_comm_last_error(world), "newcomm is NULL") != nullptr, "NULL newcomm text: '%s'",
-        kf_comm_last_error(world));
+  CHECK(std::strstr(kf_comm_last_error(world), "newcomm is NULL") != nullptr,
+        "NULL newcomm text: '%s'", kf_comm_last_error(world));
   st = kf_comm_split(nullptr, 0, 0, nullptr, &out);
   CHECK(st == KF_ERR_INVALID_ARGUMENT && out == nullptr, "NULL comm: %s", kf_status_string(st));
-  CHECK(std::strstr(kf_comm_last_error(nullptr), "kf_comm_split") != nullptr, "NULL comm text: '%s'",
-        kf_comm_last_error(nullptr));
+  CHECK(std::strstr(kf_comm_last_error(nullptr), "kf_comm_split") != nullptr,
+        "NULL comm text: '%s'", kf_comm_last_error(nullptr));
   int not_a_comm = 0;
   st = kf_comm_split_host(reinterpret_cast<kf_comm_t>(&not_a_comm), nullptr, &out);
   CHECK(st == KF_ERR_INVALID_ARGUMENT, "foreign handle: %s", kf_status_string(st));
@@ -188,8 +195,8 @@ void argument_errors(kf_comm_t world) {
   bad.magic = 0;
   st = kf_comm_split(world, 0, 0, &bad, &out);
   CHECK(st == KF_ERR_INVALID_ARGUMENT, "bad config: %s", kf_status_string(st));
-  CHECK(std::strstr(kf_comm_last_error(world), "KF_CONFIG_INITIALIZER") != nullptr, "config text: '%s'",
-        kf_comm_last_error(world));
+  CHECK(std::strstr(kf_comm_last_error(world), "KF_CONFIG_INITIALIZER") != nullptr,
+        "config text: '%s'", kf_comm_last_error(world));
   // None of the above talked to the peers: the parent still works.
   int32_t one = 1, total = 0;
   CHECK_OK(kf_all_reduce(world, &one, &total, 1, KF_INT32, KF_SUM), world);
@@ -232,7 +239,8 @@ int basic(kf_comm_t world, int rank, int size) {
   if (nested != nullptr) {
     std::vector<int32_t> nested_members;
     for (int i = 0; i < psize; ++i)
-      if ((i < psize / 2) == (prank < psize / 2)) nested_members.push_back(parity_members[static_cast<size_t>(i)]);
+      if ((i < psize / 2) == (prank < psize / 2))
+        nested_members.push_back(parity_members[static_cast<size_t>(i)]);
     check_members(nested, "nested", nested_members, rank);
     exercise(nested, nested_members, 11);
   }
@@ -279,7 +287,8 @@ int leave(kf_comm_t world, int rank, int size) {
   }
   kf_comm_t out = reinterpret_cast<kf_comm_t>(0x1);
   kf_status_t st = kf_comm_split(world, rank % 2, rank, nullptr, &out);
-  CHECK(st != KF_SUCCESS && out == nullptr, "split without the last rank: %s", kf_status_string(st));
+  CHECK(st != KF_SUCCESS && out == nullptr, "split without the last rank: %s",
+        kf_status_string(st));
   std::printf("[%d] split without rank %d: %s: %s\n", rank, size - 1, kf_status_string(st),
               kf_comm_last_error(world));
   kf_comm_destroy(world);
@@ -309,12 +318,13 @@ void split_short_of_fds(kf_comm_t world, int rank, int spare) {
   kf_status_t st = kf_comm_split(world, rank % 2, rank, nullptr, &out);
   if (rank == 1) setrlimit(RLIMIT_NOFILE, &saved);
   CHECK(st != KF_SUCCESS && out == nullptr, "spare %d: split succeeded", spare);
-  std::printf("[%d] spare %d: %s: %s\n", rank, spare, kf_status_string(st), kf_comm_last_error(world));
+  std::printf("[%d] spare %d: %s: %s\n", rank, spare, kf_status_string(st),
+              kf_comm_last_error(world));
   // The other group connected fine; its error names the failed rank(s).
   // Rank 1's group partners report their own failure to reach it.
   if (rank % 2 == 0 && st != KF_SUCCESS) {
-    CHECK(std::strstr(kf_comm_last_error(world), "rank(s) 1") != nullptr, "spare %d: error does not name rank 1",
-          spare);
+    CHECK(std::strstr(kf_comm_last_error(world), "rank(s) 1") != nullptr,
+          "spare %d: error does not name rank 1", spare);
   }
 }
 
@@ -342,7 +352,8 @@ int cluster(kf_comm_t world, int rank, int size, int k, int m) {
   CHECK(size == k * m, "size %d is not %d x %d", size, k, m);
   int host_index = -1;
   CHECK_OK(kf_comm_host_index(world, rank, &host_index), world);
-  CHECK(host_index == rank / m, "host index %d, expected %d (ranks fill hosts in order)", host_index, rank / m);
+  CHECK(host_index == rank / m, "host index %d, expected %d (ranks fill hosts in order)",
+        host_index, rank / m);
   kf_comm_t host = nullptr, cross = nullptr;
   CHECK_OK(kf_comm_split_host(world, nullptr, &host), world);
   CHECK_OK(kf_comm_split_cross(world, nullptr, &cross), world);
@@ -362,7 +373,8 @@ int cluster(kf_comm_t world, int rank, int size, int k, int m) {
   for (size_t i = 0; i < count; ++i) flat[i] = two[i] = (rank + 1) * 7 + static_cast<int64_t>(i);
   CHECK_OK(kf_all_reduce(world, flat.data(), flat.data(), count, KF_INT64, KF_SUM), world);
   CHECK_OK(kf_reduce(host, two.data(), two.data(), count, KF_INT64, KF_SUM, 0), host);
-  if (comm_rank(host) == 0) CHECK_OK(kf_all_reduce(cross, two.data(), two.data(), count, KF_INT64, KF_SUM), cross);
+  if (comm_rank(host) == 0)
+    CHECK_OK(kf_all_reduce(cross, two.data(), two.data(), count, KF_INT64, KF_SUM), cross);
   CHECK_OK(kf_broadcast(host, two.data(), two.data(), count, KF_INT64, 0), host);
   CHECK(flat == two, "two-level all_reduce differs from the flat one");
   CHECK(flat[5] == 7 * size * (size + 1) / 2 + 5LL * size, "flat all_reduce: %" PRId64, flat[5]);

@@ -1,9 +1,9 @@
 // Unit tests of src/topo/split_plan: membership and order of split groups.
+#include "topo/split_plan.h"
+
 #include <gtest/gtest.h>
 
 #include <vector>
-
-#include "topo/split_plan.h"
 
 namespace kf {
 namespace {

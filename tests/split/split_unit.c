@@ -47,7 +47,8 @@ static void test_argument_errors(void** state) {
   assert_null(out);
   assert_text(kf_comm_last_error(NULL), "kf_comm_split");
   out = (kf_comm_t)0x1;
-  assert_int_equal(kf_comm_split_cross((kf_comm_t)&not_a_comm, NULL, &out), KF_ERR_INVALID_ARGUMENT);
+  assert_int_equal(kf_comm_split_cross((kf_comm_t)&not_a_comm, NULL, &out),
+                   KF_ERR_INVALID_ARGUMENT);
   assert_null(out);
   assert_text(kf_comm_last_error(NULL), "not a live communicator");
 
