@@ -9,7 +9,7 @@
 #   mpirun PROG MPIRUN     PROG (mp_conformance --no-big) under OpenMPI's
 #                     mpirun with a hostfile on 2 hosts x 2 ranks (KF_ROOT_ADDR
 #                     given, the rest from mpirun's environment)
-#   split PROG        PROG (split_mp) on 2 hosts x 2 ranks: split_host and
+#   split PROG K M    PROG (split_mp) on K hosts x M ranks: split_host and
 #                     split_cross have the right members, collectives exact
 #   cleanup           nothing is left after SIGTERM and SIGKILL of cluster.sh
 # Exit 77 (ctest skip) when this machine cannot create namespaces.
@@ -129,11 +129,12 @@ case $test_name in
     ;;
 
   split)
-    # PROG is split_mp: split_host and split_cross on 2 hosts x 2 ranks.
+    # PROG is split_mp: split_host and split_cross on K hosts x M ranks.
+    k=$5 m=$6
     run_cluster --kfrun-arg=--timeout --kfrun-arg=100 --kfrun-arg=-x --kfrun-arg=KF_TIMEOUT_MS=30000 \
-      2 2 -- "$PROG" cluster 2 2
-    [[ $rc -eq 0 ]] || fail "split_mp cluster on 2 x 2 exited with $rc"
-    for r in 0 1 2 3; do
+      "$k" "$m" -- "$PROG" cluster "$k" "$m"
+    [[ $rc -eq 0 ]] || fail "split_mp cluster on $k x $m exited with $rc"
+    for r in $(seq 0 $((k * m - 1))); do
       grep -q "^\[$r\] \[$r\] split_mp cluster: all checks passed" "$work/out" || fail "rank $r did not pass"
     done
     cat "$work/err" >&2
