@@ -12,6 +12,10 @@
 //                           then while its new communicator sets up: every
 //                           rank's split fails, within the timeout, and the
 //                           parent still works (np >= 3).
+//   split_mp timeout        (np 2, world timeout 1.5 s from its kf_config_t, the
+//                           environment says 30 s) a child split with a NULL
+//                           config inherits 1.5 s, one with timeout_ms 0.5 s
+//                           has 0.5 s: an unmatched kf_recv times out so.
 //   split_mp cluster K M    on K hosts x M ranks (tests/cluster): split_host has
 //                           the M ranks of this host, split_cross one rank per
 //                           host; collectives exact on both, and a two-level
@@ -20,6 +24,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -348,6 +353,52 @@ int fail(kf_comm_t world, int rank, int size) {
   return 0;
 }
 
+// Rank 0 waits in a kf_recv on `child` that rank 1 never matches: returns
+// how long it took to time out, in ms (-1 on rank 1 or another result).
+long recv_timeout_ms(kf_comm_t sync, kf_comm_t child, int rank) {
+  long ms = -1;
+  if (rank == 0) {
+    int32_t v = 0;
+    auto start = std::chrono::steady_clock::now();
+    kf_status_t st = kf_recv(child, &v, 1, KF_INT32, 1);
+    ms = static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::steady_clock::now() - start)
+                               .count());
+    CHECK(st == KF_ERR_TIMEOUT, "unmatched recv: %s", kf_status_string(st));
+    if (st != KF_ERR_TIMEOUT) ms = -1;
+  }
+  CHECK_OK(kf_barrier(sync), sync);  // rank 1 waits here meanwhile (30 s timeout)
+  return ms;
+}
+
+int timeouts(int rank, int size) {
+  kf_config_t config = KF_CONFIG_INITIALIZER;
+  config.timeout_ms = 1500;
+  kf_comm_t world = nullptr;
+  kf_status_t st = kf_comm_init_from_env(&config, &world);
+  CHECK(st == KF_SUCCESS, "init with a 1.5 s timeout: %s", kf_status_string(st));
+  if (world == nullptr || size != 2) return 1;
+  kf_comm_t inherit = nullptr, own = nullptr, sync = nullptr;
+  kf_config_t short_config = KF_CONFIG_INITIALIZER, long_config = KF_CONFIG_INITIALIZER;
+  short_config.timeout_ms = 500;
+  long_config.timeout_ms = 30000;
+  CHECK_OK(kf_comm_split(world, 0, rank, &long_config, &sync), world);
+  CHECK_OK(kf_comm_split(world, 0, rank, nullptr, &inherit), world);
+  CHECK_OK(kf_comm_split(world, 0, rank, &short_config, &own), world);
+  if (inherit == nullptr || own == nullptr || sync == nullptr) return 1;
+  long inherited = recv_timeout_ms(sync, inherit, rank);
+  long given = recv_timeout_ms(sync, own, rank);
+  if (rank == 0) {
+    std::printf("[0] timed out after %ld ms (inherited 1500) and %ld ms (config 500)\n", inherited,
+                given);
+    CHECK(inherited >= 1400 && inherited < 10000, "inherited timeout: %ld ms, expected about 1500",
+          inherited);
+    CHECK(given >= 450 && given < 1400, "config timeout: %ld ms, expected about 500", given);
+  }
+  for (kf_comm_t c : {inherit, own, sync, world}) kf_comm_destroy(c);
+  return 0;
+}
+
 int cluster(kf_comm_t world, int rank, int size, int k, int m) {
   CHECK(size == k * m, "size %d is not %d x %d", size, k, m);
   int host_index = -1;
@@ -399,6 +450,18 @@ int cluster(kf_comm_t world, int rank, int size, int k, int m) {
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "basic";
   int rank = -1, size = -1;
+  if (mode == "timeout") {
+    // Makes its own communicator (with a config); rank and size from kfrun.
+    g_rank = rank = std::atoi(std::getenv("KF_RANK") ? std::getenv("KF_RANK") : "0");
+    size = std::atoi(std::getenv("KF_SIZE") ? std::getenv("KF_SIZE") : "1");
+    int rc = timeouts(rank, size);
+    if (g_failed > 0 || rc != 0) {
+      std::fprintf(stderr, "[%d] split_mp timeout: %d checks failed\n", rank, g_failed);
+      return 1;
+    }
+    std::printf("[%d] split_mp timeout: all checks passed\n", rank);
+    return 0;
+  }
   kf_comm_t world = kfmp::init_or_die("split_mp", &rank, &size);
   g_rank = rank;
   int rc = 2;
@@ -411,7 +474,7 @@ int main(int argc, char** argv) {
   } else if (mode == "cluster" && argc > 3) {
     rc = cluster(world, rank, size, std::atoi(argv[2]), std::atoi(argv[3]));
   } else {
-    std::fprintf(stderr, "usage: split_mp basic | leave | fail | cluster K M\n");
+    std::fprintf(stderr, "usage: split_mp basic | leave | fail | timeout | cluster K M\n");
     return 2;
   }
   if (g_failed > 0 || rc != 0) {
