@@ -4,9 +4,9 @@
 // Both functions pick k elements of x by |x| and write them as (value, index)
 // pairs: values[j] == x[indices[j]] (the signed value), indices distinct and
 // in ascending order. They write exactly min(k, d) pairs; with k >= d every
-// element is returned. NaN or Inf anywhere in x is KF_ERR_INVALID_ARGUMENT
-// (the message names the first such index), whatever k is; d must be below
-// 2^32 so that indices fit in uint32. Nothing is written on error.
+// element is returned. When min(k, d) > 0, NaN or Inf anywhere in x is
+// KF_ERR_INVALID_ARGUMENT (the message names the first such index). d must be
+// below 2^32 so that indices fit in uint32. Nothing is written on error.
 //
 // Both are thread safe (no shared state) and never throw except
 // std::bad_alloc.
