@@ -3,10 +3,13 @@
 //
 // Once the lower bound of the bracket holds at most 1/16 of x, every later
 // probe and the final selection only see those candidates, so they are copied
-// out (value and index) and the remaining rounds count over the copy. The
-// result is the same as counting over x every time; on the usual gradient
-// shapes this leaves about three passes over x instead of one per round.
+// out (value and index, by the probe that finds that bound) and the remaining
+// rounds count over the copy (copied again each time a bound leaves 1/16 of
+// it). The result is the same as counting over x every
+// time; on the usual gradient shapes this leaves two passes over x (mean/max
+// and the first probe) instead of one per round.
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -69,20 +72,67 @@ void select_all(const topk::TopkKernels& kern, const Source& src,
   });
 }
 
-// Copies the elements of x with key >= t (at_t[b] of them in block b) to
-// values / indices.
-void compact_all(const topk::TopkKernels& kern, const Source& x, const std::vector<uint64_t>& at_t,
-                 uint32_t t, int threads, float* values, uint32_t* indices) {
-  std::vector<uint64_t> out_start(at_t.size());
-  uint64_t out = 0;
-  for (size_t b = 0; b < at_t.size(); ++b) {
-    out_start[b] = out;
-    out += at_t[b];
+// The candidates copied out of x: values and indices of the elements with
+// key >= t2, in index order.
+struct Candidates {
+  std::unique_ptr<float[]> values;  // not value-initialised: only written parts are touched
+  std::unique_ptr<uint32_t[]> indices;
+  size_t n = 0;
+};
+
+// A probe over x that also copies the elements with key >= t, in case t
+// becomes the lower bound with few enough of them: the copy is then made from
+// blocks the count has just brought into cache, instead of in a pass of its
+// own. Each part (range of blocks) copies into its own region while that
+// holds at most about 1/8 of its elements, and only counts once it would
+// overflow; *copy gets the candidates if every part kept copying.
+uint64_t count_and_copy(const topk::TopkKernels& kern, const float* x, size_t d, uint32_t t,
+                        int threads, std::vector<uint64_t>* counts, Candidates* copy) {
+  const size_t blocks = block_count(d);
+  const size_t parts = topk::part_count(blocks, threads);
+  std::vector<size_t> offset(parts + 1, 0), filled(parts, 0);
+  std::vector<char> kept(parts, 1);
+  for (size_t p = 0; p < parts; ++p) {
+    const size_t begin = blocks * p / parts, end = blocks * (p + 1) / parts;
+    const size_t elements = std::min(end * kBlock, d) - begin * kBlock;
+    offset[p + 1] = offset[p] + elements / 8 + kBlock;
   }
-  topk::for_blocks(at_t.size(), threads, [&](size_t b) {
-    kern.compact(x.values + b * kBlock, x.block_size(b), t, b * kBlock, values + out_start[b],
-                 indices + out_start[b], at_t[b]);
+  copy->values.reset(new float[offset[parts]]);
+  copy->indices.reset(new uint32_t[offset[parts]]);
+  copy->n = 0;
+  counts->assign(blocks, 0);
+  topk::for_block_ranges(blocks, threads, [&](size_t p, size_t begin, size_t end) {
+    const size_t room = offset[p + 1] - offset[p];
+    for (size_t b = begin; b < end; ++b) {
+      const float* xb = x + b * kBlock;
+      const size_t len = std::min(kBlock, d - b * kBlock);
+      if (kept[p] && room - filled[p] >= len) {
+        const size_t at = offset[p] + filled[p];
+        (*counts)[b] = kern.compact(xb, len, t, b * kBlock, copy->values.get() + at,
+                                    copy->indices.get() + at, room - filled[p]);
+        filled[p] += (*counts)[b];
+      } else {
+        kept[p] = 0;
+        (*counts)[b] = kern.count_ge(xb, len, t);
+      }
+    }
   });
+  uint64_t total = 0;
+  for (uint64_t c : *counts) total += c;
+  if (std::find(kept.begin(), kept.end(), 0) != kept.end()) {
+    copy->values.reset();
+    copy->indices.reset();
+    return total;
+  }
+  // Close the gaps between the parts' regions (each moves down, in order).
+  for (size_t p = 0; p < parts; ++p) {
+    std::memmove(copy->values.get() + copy->n, copy->values.get() + offset[p],
+                 filled[p] * sizeof(float));
+    std::memmove(copy->indices.get() + copy->n, copy->indices.get() + offset[p],
+                 filled[p] * sizeof(uint32_t));
+    copy->n += filled[p];
+  }
+  return total;
 }
 
 std::vector<uint64_t> block_sizes(const Source& src) {
@@ -130,30 +180,39 @@ Status mstopk(const float* x, size_t d, size_t k, const TopkOptions& options, fl
   // and t2 over the current source.
   topk::ThresholdSearch search(d, k, mean_key, max_key, options.rounds);
   std::vector<uint64_t> above(blocks, 0), at_t2 = block_sizes(src), counts;
-  // Not value-initialised: compact_all writes every element.
-  std::unique_ptr<float[]> cand_values;
-  std::unique_ptr<uint32_t[]> cand_indices;
+  Candidates cand, spec;
   int src_threads = threads;
-  bool compacted = false;
   uint32_t t = 0;
   while (search.next(&t)) {
-    const uint64_t n = count_blocks(kern, src, t, src_threads, &counts);
+    const bool copied = cand.values != nullptr;
+    const uint64_t n = copied ? count_blocks(kern, src, t, src_threads, &counts)
+                              : count_and_copy(kern, x, d, t, threads, &counts, &spec);
     search.report(t, n);
     (n <= k ? above : at_t2).swap(counts);
+    // A new lower bound with at most 1/16 of the current source: from now on
+    // only its elements matter. The copy from x was made by the probe; a copy
+    // from candidates is a second, cheap pass over them.
+    if (n <= k || n > src.n / 16) continue;
+    if (!copied) {
+      if (spec.values == nullptr) continue;
+      cand = std::move(spec);
+    } else {
+      Candidates next;
+      next.values.reset(new float[n]);
+      next.indices.reset(new uint32_t[n]);
+      next.n = n;
+      select_all(kern, src, at_t2, at_t2, t, t, 0, 0, src_threads, next.values.get(),
+                 next.indices.get());
+      cand = std::move(next);
+    }
+    src = Source{cand.values.get(), cand.indices.get(), cand.n};
+    src_threads = topk::thread_count(options.threads, block_count(src.n));
+    at_t2 = block_sizes(src);
     const topk::Bracket& br = search.bracket();
-    if (!compacted && br.k2 <= d / 16) {
-      cand_values.reset(new float[br.k2]);
-      cand_indices.reset(new uint32_t[br.k2]);
-      compact_all(kern, src, at_t2, br.t2, threads, cand_values.get(), cand_indices.get());
-      src = Source{cand_values.get(), cand_indices.get(), static_cast<size_t>(br.k2)};
-      compacted = true;
-      src_threads = topk::thread_count(options.threads, block_count(src.n));
-      at_t2 = block_sizes(src);
-      if (br.k1 == 0) {
-        above.assign(at_t2.size(), 0);
-      } else {
-        count_blocks(kern, src, br.t1, src_threads, &above);
-      }
+    if (br.k1 == 0) {
+      above.assign(at_t2.size(), 0);
+    } else {
+      count_blocks(kern, src, br.t1, src_threads, &above);
     }
   }
 

@@ -34,9 +34,17 @@ void copy_all(const float* x, size_t d, float* values, uint32_t* indices);
 // by the number of blocks.
 int thread_count(int requested, size_t blocks);
 
-// Runs fn(b) for every block b < blocks, on `threads` threads (the caller's
-// included), each taking a contiguous range of blocks. If a thread cannot be
-// started, the caller runs its range.
+// The number of parts for_block_ranges() cuts `blocks` into.
+size_t part_count(size_t blocks, int threads);
+
+// Runs fn(part, begin, end) for part_count() contiguous ranges of blocks, in
+// parallel on `threads` threads (the caller's included); part p covers
+// [blocks * p / parts, blocks * (p + 1) / parts). If a thread cannot be
+// started, the caller runs its part.
+template <typename Fn>
+void for_block_ranges(size_t blocks, int threads, Fn&& fn);
+
+// Runs fn(b) for every block b < blocks, as for_block_ranges() spreads them.
 template <typename Fn>
 void for_blocks(size_t blocks, int threads, Fn&& fn);
 
