@@ -15,7 +15,8 @@ namespace {
 Status read_topk_options(const kf_topk_options_t* o, TopkOptions* out) {
   if (o == nullptr) return Status::ok();
   if (o->size < offsetof(kf_topk_options_t, rounds) || o->magic != KF_TOPK_OPTIONS_MAGIC) {
-    return invalid_argument("kf_topk: options were not initialised with KF_TOPK_OPTIONS_INITIALIZER");
+    return invalid_argument(
+        "kf_topk: options were not initialised with KF_TOPK_OPTIONS_INITIALIZER");
   }
   auto covers = [o](size_t offset, size_t field) { return o->size >= offset + field; };
   if (covers(offsetof(kf_topk_options_t, rounds), sizeof(o->rounds))) {
