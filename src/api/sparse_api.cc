@@ -4,6 +4,7 @@
 #include <string>
 
 #include "api/guard.h"
+#include "api/validate.h"
 #include "kungfu/kungfu.h"
 #include "sparse/topk.h"
 
@@ -43,6 +44,7 @@ Status read_topk_options(const kf_topk_options_t* o, TopkOptions* out) {
 
 KF_API kf_status_t kf_topk(const float* x, uint64_t d, uint64_t k, kf_topk_algo_t algo,
                            const kf_topk_options_t* options, float* values, uint32_t* indices) {
+  const int algo_raw = kf::api::raw_enum(algo);  // any int a C caller passes, without UB
   return kf::api::guarded(nullptr, [&]() -> kf::Status {
     if (d >= (uint64_t{1} << 32)) {
       return kf::invalid_argument("kf_topk: d = " + std::to_string(d) +
@@ -50,7 +52,7 @@ KF_API kf_status_t kf_topk(const float* x, uint64_t d, uint64_t k, kf_topk_algo_
     }
     const size_t n = static_cast<size_t>(d);
     const size_t kk = k < d ? static_cast<size_t>(k) : n;
-    switch (algo) {
+    switch (algo_raw) {
       case KF_TOPK_MSTOPK: {
         kf::TopkOptions opts;
         KF_RETURN_IF_ERROR(kf::api::read_topk_options(options, &opts));
@@ -59,7 +61,7 @@ KF_API kf_status_t kf_topk(const float* x, uint64_t d, uint64_t k, kf_topk_algo_
       case KF_TOPK_EXACT:
         return kf::exact_topk(x, n, kk, values, indices);
     }
-    return kf::invalid_argument("kf_topk: algo " + std::to_string(static_cast<int>(algo)) +
+    return kf::invalid_argument("kf_topk: algo " + std::to_string(algo_raw) +
                                 " is not KF_TOPK_MSTOPK or KF_TOPK_EXACT");
   });
 }
