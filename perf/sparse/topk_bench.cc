@@ -82,6 +82,19 @@ std::vector<float> make_data(size_t d, const std::string& kind, uint64_t seed) {
   return x;
 }
 
+// The 1-, 5- and 15-minute load averages: the machine may be shared.
+std::string load_average() {
+  std::FILE* f = std::fopen("/proc/loadavg", "r");
+  if (f == nullptr) return "unknown";
+  double l1 = 0, l5 = 0, l15 = 0;
+  const int got = std::fscanf(f, "%lf %lf %lf", &l1, &l5, &l15);
+  std::fclose(f);
+  if (got != 3) return "unknown";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.2f %.2f %.2f", l1, l5, l15);
+  return buf;
+}
+
 double l1(const std::vector<float>& v) {
   double s = 0.0;
   for (float f : v) s += std::fabs(f);
@@ -131,6 +144,7 @@ int main(int argc, char** argv) {
       a.data.c_str());
   std::printf("# rounds %d, threads %d (0 = auto; %u hardware threads), median of %d runs\n",
               a.rounds, a.threads, std::thread::hardware_concurrency(), a.reps);
+  std::printf("# load average before: %s\n", load_average().c_str());
   std::printf("# %11s %8s %9s %10s %10s %8s %8s\n", "d", "density", "k", "exact_ms", "mstopk_ms",
               "speedup", "mass");
   kf_topk_options_t opts = KF_TOPK_OPTIONS_INITIALIZER;
@@ -160,5 +174,6 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
   }
+  std::printf("# load average after: %s\n", load_average().c_str());
   return bad == 0 ? 0 : 1;
 }
