@@ -2,12 +2,12 @@
 // driven by the threshold search (topk_search.h), one pass that writes.
 //
 // Once the lower bound of the bracket holds at most 1/16 of x, every later
-// probe and the final selection only see those candidates, so they are copied
-// out (value and index, by the probe that finds that bound) and the remaining
-// rounds count over the copy (copied again each time a bound leaves 1/16 of
-// it). The result is the same as counting over x every
-// time; on the usual gradient shapes this leaves two passes over x (mean/max
-// and the first probe) instead of one per round.
+// probe and the final selection only see the elements at or above it, so
+// they are copied out (value and index, by the probe that finds that bound)
+// and the remaining rounds count over the copy, which is copied again each
+// time a new bound leaves at most 1/16 of it. The result is the same as
+// counting over x every time; on the usual gradient shapes this leaves two
+// passes over x (mean/max and the first probe) instead of one per round.
 #include <algorithm>
 #include <cstring>
 #include <memory>
