@@ -5,7 +5,7 @@
 // probe and the final selection only see the elements at or above it, so
 // they are copied out (value and index, by the probe that finds that bound)
 // and the remaining rounds count over the copy, which is copied again each
-// time a new bound leaves at most 1/16 of it. The result is the same as
+// time a new bound leaves at most half of it. The result is the same as
 // counting over x every time; on the usual gradient shapes this leaves two
 // passes over x (mean/max and the first probe) instead of one per round.
 #include <algorithm>
@@ -189,10 +189,11 @@ Status mstopk(const float* x, size_t d, size_t k, const TopkOptions& options, fl
                               : count_and_copy(kern, x, d, t, threads, &counts, &spec);
     search.report(t, n);
     (n <= k ? above : at_t2).swap(counts);
-    // A new lower bound with at most 1/16 of the current source: from now on
-    // only its elements matter. The copy from x was made by the probe; a copy
-    // from candidates is a second, cheap pass over them.
-    if (n <= k || n > src.n / 16) continue;
+    // A new lower bound with few enough elements: from now on only they
+    // matter. The copy from x (at most 1/16 of it, the room the probe's copy
+    // has) was made by the probe. A copy from candidates is a second pass over
+    // them, worth it once it halves what each remaining round reads.
+    if (n <= k || n > (copied ? src.n / 2 : src.n / 16)) continue;
     if (!copied) {
       if (spec.values == nullptr) continue;
       cand = std::move(spec);
