@@ -38,6 +38,8 @@
 #include "kungfu/types.h"
 #include "kungfu/version.h"
 #include "kungfu/topology.h"
+#include "kungfu/split.h"
+#include "kungfu/sparse.h"
 #include "kungfu/strategy.h"
 
 #ifdef __cplusplus
