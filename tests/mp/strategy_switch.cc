@@ -9,7 +9,8 @@
 //    KF_ERR_INVALID_USAGE on every rank and keeps the old strategy, and the
 //    communicator still works afterwards;
 //  - an invalid value fails with KF_ERR_INVALID_ARGUMENT on the rank that
-//    passed it and KF_ERR_INVALID_USAGE on the others.
+//    passed it and KF_ERR_INVALID_USAGE on the others;
+//  - a split communicator inherits the strategy and runs them all.
 // Prints "PASS strategy_switch rank R: N checks" and exits 0, or FAIL lines.
 #include <cinttypes>
 #include <cstdio>
@@ -160,6 +161,34 @@ int main() {
     expect(current == before, "strategy after an invalid value changed");
     round_of_collectives(comm, 300001, step++, "after invalid value");
   }
+  // A split communicator (ranks 0 .. size/2 and the rest: on 2 x 2 hosts the
+  // first is 2 + 1 ranks, on 3 x 2 hosts 2 x 2) inherits the strategy and
+  // runs every strategy on its own host layout.
+  if (g_size > 1) {
+    kf_comm_set_strategy(comm, KF_STRATEGY_TREE);
+    kf_comm_t sub = nullptr;
+    const int color = g_rank <= g_size / 2 ? 0 : 1;
+    st = kf_comm_split(comm, color, g_rank, nullptr, &sub);
+    expect(st == KF_SUCCESS && sub != nullptr, "kf_comm_split -> " + status_text(comm, st));
+    if (sub != nullptr) {
+      kf_strategy_t inherited = KF_STRATEGY_AUTO;
+      kf_comm_get_strategy(sub, &inherited);
+      expect(inherited == KF_STRATEGY_TREE,
+             std::string("split communicator's strategy is ") + name_of(inherited) + ", want tree");
+      const int parent_rank = g_rank, parent_size = g_size;
+      kf_comm_rank(sub, &g_rank);
+      kf_comm_size(sub, &g_size);
+      for (int round = 0; round < 5; ++round) {
+        st = kf_comm_set_strategy(sub, cycle[round]);
+        expect(st == KF_SUCCESS, "set_strategy on the split communicator -> " + status_text(sub, st));
+        round_of_collectives(sub, counts[round % 3], step++, name_of(cycle[round]));
+      }
+      kf_comm_destroy(sub);
+      g_rank = parent_rank;
+      g_size = parent_size;
+    }
+  }
+
   st = kf_comm_get_strategy(comm, nullptr);
   expect(st == KF_ERR_INVALID_ARGUMENT, "get_strategy(NULL) -> " + status_text(comm, st));
   st = kf_comm_set_strategy(nullptr, KF_STRATEGY_FLAT);
