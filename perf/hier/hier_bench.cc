@@ -35,7 +35,7 @@ struct Options {
   uint64_t min_bytes = 4 << 10;
   uint64_t max_bytes = 256ull << 20;
   uint64_t factor = 4;
-  int iters = 3;  // batches of each strategy, at least
+  int iters = 3;         // batches of each strategy, at least
   double seconds = 1.0;  // of timing per size, both strategies together
   int warmup = 2;
   kf_strategy_t vs = KF_STRATEGY_HIERARCHICAL;
@@ -49,10 +49,20 @@ uint64_t parse_size(const char* s) {
   char* end = nullptr;
   double v = std::strtod(s, &end);
   switch (*end) {
-    case 'K': case 'k': v *= 1024; break;
-    case 'M': case 'm': v *= 1024 * 1024; break;
-    case 'G': case 'g': v *= 1024.0 * 1024 * 1024; break;
-    default: break;
+    case 'K':
+    case 'k':
+      v *= 1024;
+      break;
+    case 'M':
+    case 'm':
+      v *= 1024 * 1024;
+      break;
+    case 'G':
+    case 'g':
+      v *= 1024.0 * 1024 * 1024;
+      break;
+    default:
+      break;
   }
   return static_cast<uint64_t>(v);
 }
@@ -105,7 +115,8 @@ double median(std::vector<double> v) {
 void run_size(kf_comm_t comm, const Options& o, const kf_strategy_t strat[2], uint64_t count,
               bool measure_link, int rank, int size, Timing out[2]) {
   std::vector<float> in(count), res(count);
-  for (uint64_t i = 0; i < count; ++i) in[i] = static_cast<float>((i + static_cast<uint64_t>(rank)) % 64);
+  for (uint64_t i = 0; i < count; ++i)
+    in[i] = static_cast<float>((i + static_cast<uint64_t>(rank)) % 64);
   auto op = [&]() {
     const kf_status_t st = kf_all_reduce(comm, in.data(), res.data(), count, KF_FLOAT32, KF_SUM);
     if (st != KF_SUCCESS) die("kf_all_reduce", comm, st);
@@ -150,7 +161,8 @@ void run_size(kf_comm_t comm, const Options& o, const kf_strategy_t strat[2], ui
   for (int k = 0; k < 2; ++k) {
     // The slowest rank's time of every batch.
     std::vector<double> mx(per_op[k].size());
-    const kf_status_t st = kf_all_reduce(comm, per_op[k].data(), mx.data(), mx.size(), KF_FLOAT64, KF_MAX);
+    const kf_status_t st =
+        kf_all_reduce(comm, per_op[k].data(), mx.data(), mx.size(), KF_FLOAT64, KF_MAX);
     if (st != KF_SUCCESS) die("kf_all_reduce", comm, st);
     Timing& t = out[k];
     t.median_us = median(mx);
@@ -169,7 +181,8 @@ void run_size(kf_comm_t comm, const Options& o, const kf_strategy_t strat[2], ui
     uint64_t wrong = 0;
     for (uint64_t i = 0; i < count; ++i) {
       double want = 0;
-      for (int r = 0; r < size; ++r) want += static_cast<double>((i + static_cast<uint64_t>(r)) % 64);
+      for (int r = 0; r < size; ++r)
+        want += static_cast<double>((i + static_cast<uint64_t>(r)) % 64);
       if (static_cast<double>(res[i]) != want) ++wrong;
     }
     const kf_status_t st2 = kf_all_reduce(comm, &wrong, &t.wrong, 1, KF_UINT64, KF_SUM);
@@ -193,23 +206,37 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (i + 1 >= argc) usage();
     const char* v = argv[++i];
-    if (a == "-b") o.min_bytes = parse_size(v);
-    else if (a == "-e") o.max_bytes = parse_size(v);
-    else if (a == "-f") o.factor = parse_size(v);
-    else if (a == "-n") o.iters = std::atoi(v);
-    else if (a == "-w") o.warmup = std::atoi(v);
-    else if (a == "-t") o.seconds = std::atof(v);
-    else if (a == "--link") o.link = v;
-    else if (a == "--link-size") o.link_size = parse_size(v);
-    else if (a == "--rate-mbit") o.rate_mbit = std::atof(v);
+    if (a == "-b")
+      o.min_bytes = parse_size(v);
+    else if (a == "-e")
+      o.max_bytes = parse_size(v);
+    else if (a == "-f")
+      o.factor = parse_size(v);
+    else if (a == "-n")
+      o.iters = std::atoi(v);
+    else if (a == "-w")
+      o.warmup = std::atoi(v);
+    else if (a == "-t")
+      o.seconds = std::atof(v);
+    else if (a == "--link")
+      o.link = v;
+    else if (a == "--link-size")
+      o.link_size = parse_size(v);
+    else if (a == "--rate-mbit")
+      o.rate_mbit = std::atof(v);
     else if (a == "--vs") {
       o.vs_name = v;
       const std::string s = v;
-      if (s == "hier") o.vs = KF_STRATEGY_HIERARCHICAL;
-      else if (s == "tree") o.vs = KF_STRATEGY_TREE;
-      else if (s == "multi-tree") o.vs = KF_STRATEGY_MULTI_TREE;
-      else if (s == "auto") o.vs = KF_STRATEGY_AUTO;
-      else usage();
+      if (s == "hier")
+        o.vs = KF_STRATEGY_HIERARCHICAL;
+      else if (s == "tree")
+        o.vs = KF_STRATEGY_TREE;
+      else if (s == "multi-tree")
+        o.vs = KF_STRATEGY_MULTI_TREE;
+      else if (s == "auto")
+        o.vs = KF_STRATEGY_AUTO;
+      else
+        usage();
     } else {
       usage();
     }
@@ -228,11 +255,12 @@ int main(int argc, char** argv) {
   kf_comm_host_index(comm, rank, &host);
 
   if (rank == 0) {
-    std::printf("# hier_bench: all_reduce float32 sum, out of place, %d ranks on %d hosts "
-                "(%d on host 0), flat vs %s switched at run time, alternating batch by batch; "
-                "time = median over >= %d batches (about %.1f s per size) of the time per "
-                "operation, max over ranks; ratio = flat time / %s time\n",
-                size, hosts, local_size, o.vs_name, o.iters, o.seconds, o.vs_name);
+    std::printf(
+        "# hier_bench: all_reduce float32 sum, out of place, %d ranks on %d hosts "
+        "(%d on host 0), flat vs %s switched at run time, alternating batch by batch; "
+        "time = median over >= %d batches (about %.1f s per size) of the time per "
+        "operation, max over ranks; ratio = flat time / %s time\n",
+        size, hosts, local_size, o.vs_name, o.iters, o.seconds, o.vs_name);
     std::printf("#%13s %12s %12s %10s %12s %10s %7s %7s\n", "size(B)", "count", "flat(us)",
                 "flat GB/s", (std::string(o.vs_name) + "(us)").c_str(), "GB/s", "ratio", "#wrong");
   }
@@ -257,16 +285,18 @@ int main(int argc, char** argv) {
       const double rate = o.rate_mbit * 1e6 / 8;
       char line[400];
       if (other.tx_bps < 0) {
-        std::snprintf(line, sizeof line, "# link: host %d: cannot read /sys/class/net/%s/statistics",
-                      host, o.link.c_str());
+        std::snprintf(line, sizeof line,
+                      "# link: host %d: cannot read /sys/class/net/%s/statistics", host,
+                      o.link.c_str());
       } else {
         std::snprintf(line, sizeof line,
-                      "# link of host %d (%s) during the %" PRIu64 " B all_reduce: %s sent %.1f MB/s "
+                      "# link of host %d (%s) during the %" PRIu64
+                      " B all_reduce: %s sent %.1f MB/s "
                       "(%.1f%% of %.0f Mbit/s), received %.1f MB/s; flat sent %.1f MB/s (%.1f%%), "
                       "received %.1f MB/s",
                       host, o.link.c_str(), bytes, o.vs_name, other.tx_bps / 1e6,
-                      100 * other.tx_bps / rate, o.rate_mbit, other.rx_bps / 1e6,
-                      flat.tx_bps / 1e6, 100 * flat.tx_bps / rate, flat.rx_bps / 1e6);
+                      100 * other.tx_bps / rate, o.rate_mbit, other.rx_bps / 1e6, flat.tx_bps / 1e6,
+                      100 * flat.tx_bps / rate, flat.rx_bps / 1e6);
       }
       std::printf("%s\n", line);
       std::fflush(stdout);

@@ -18,8 +18,8 @@ enum : uint32_t { kPhaseCross = 1, kPhaseLocal = 2, kPhaseLocal2 = 3 };
 void place_blocks(const std::vector<int>& order, const char* from, void* to, size_t block,
                   size_t es) {
   for (size_t i = 0; i < order.size(); ++i) {
-    copy_elems(byte_ptr(to, static_cast<size_t>(order[i]) * block, es),
-               from + i * block * es, block, es);
+    copy_elems(byte_ptr(to, static_cast<size_t>(order[i]) * block, es), from + i * block * es,
+               block, es);
   }
 }
 

@@ -57,10 +57,21 @@ class HierAllReduce {
  public:
   HierAllReduce(Peers& p, const AlgoOptions& o, const HostLayout& hl, const void* send, void* recv,
                 size_t count, kf_dtype_t dtype, kf_op_t op)
-      : p_(p), o_(o), hl_(hl), send_(send), recv_(recv), count_(count), dtype_(dtype), op_(op),
-        sum_op_(op == KF_AVG ? KF_SUM : op), es_(dtype_size(dtype)), host_(hl.host_of(p.rank())),
-        lr_(hl.local_rank(p.rank())), L_(hl.min_local_size()),
-        local_(hl.local_group(host_)), Lh_(static_cast<int>(local_.size())) {}
+      : p_(p),
+        o_(o),
+        hl_(hl),
+        send_(send),
+        recv_(recv),
+        count_(count),
+        dtype_(dtype),
+        op_(op),
+        sum_op_(op == KF_AVG ? KF_SUM : op),
+        es_(dtype_size(dtype)),
+        host_(hl.host_of(p.rank())),
+        lr_(hl.local_rank(p.rank())),
+        L_(hl.min_local_size()),
+        local_(hl.local_group(host_)),
+        Lh_(static_cast<int>(local_.size())) {}
 
   Status run(size_t slice_bytes);
 
@@ -75,7 +86,9 @@ class HierAllReduce {
   Slice make_slice(size_t s, size_t slices) const;
   Range my_shard(const Slice& sl) const { return sl.layout.segment(lr_); }
   bool in_cross() const { return lr_ < L_ && hl_.host_count() > 1; }
-  uint32_t phase(size_t slice, uint32_t which) const { return static_cast<uint32_t>(1 + 3 * slice) + which; }
+  uint32_t phase(size_t slice, uint32_t which) const {
+    return static_cast<uint32_t>(1 + 3 * slice) + which;
+  }
 
   Status reduce_scatter(size_t s, Slice& sl);
   Status all_gather(size_t s, Slice& sl);
@@ -156,7 +169,8 @@ Status HierAllReduce::run(size_t slice_bytes) {
     if (in_cross()) {
       SubPeers cross(p_, hl_.cross_group(lr_), phase(0, 1));
       void* shard = byte_ptr(recv_, sl.begin + my_shard(sl).begin, es_);
-      KF_RETURN_IF_ERROR(kf::all_reduce(cross, o_, shard, shard, my_shard(sl).len, dtype_, sum_op_));
+      KF_RETURN_IF_ERROR(
+          kf::all_reduce(cross, o_, shard, shard, my_shard(sl).len, dtype_, sum_op_));
     }
     finish_avg(sl);
     return all_gather(0, sl);

@@ -5,12 +5,19 @@
 namespace kf {
 
 RingTask::RingTask(Peers& p, void* buf, size_t count, kf_dtype_t dtype, kf_op_t op)
-    : p_(p), buf_(static_cast<char*>(buf)), dtype_(dtype), op_(op), es_(dtype_size(dtype)),
-      n_(p.size()), r_(p.rank()),
+    : p_(p),
+      buf_(static_cast<char*>(buf)),
+      dtype_(dtype),
+      op_(op),
+      es_(dtype_size(dtype)),
+      n_(p.size()),
+      r_(p.rank()),
       // One chunk per segment: the caller's slices are the pipelining unit.
       layout_(Layout::balanced(count, p.size(), count > 0 ? count : 1)) {}
 
-Range RingTask::segment(int s) const { return layout_.segment(mod(s, n_)); }
+Range RingTask::segment(int s) const {
+  return layout_.segment(mod(s, n_));
+}
 
 void RingTask::start() {
   if (n_ < 2) return;
@@ -36,7 +43,8 @@ void RingTask::start() {
     }
   }
   const Range first = segment(r_ - 1);
-  if (first.len > 0) sends_.push_back(p_.isend(right, make_tag(0, 0), buf_ + first.begin * es_, first.len * es_));
+  if (first.len > 0)
+    sends_.push_back(p_.isend(right, make_tag(0, 0), buf_ + first.begin * es_, first.len * es_));
 }
 
 Status RingTask::reduce_scatter() {

@@ -46,8 +46,7 @@ Strategy resolve_strategy(Strategy s, const HostLayout& hosts, int size, size_t 
   if (size < 2 || hosts.size() != size || size > kMaxGroupSize) return Strategy::kFlat;
   if (s != Strategy::kAuto) return s;
   const bool multi_host = hosts.host_count() > 1 && hosts.max_local_size() > 1;
-  return multi_host && bytes >= so.hier_threshold_bytes ? Strategy::kHierarchical
-                                                        : Strategy::kFlat;
+  return multi_host && bytes >= so.hier_threshold_bytes ? Strategy::kHierarchical : Strategy::kFlat;
 }
 
 Status strategy_all_reduce(Peers& p, const AlgoOptions& o, const StrategyOptions& so,

@@ -64,9 +64,8 @@ Status strategy_all_gather(Peers& p, const AlgoOptions& o, const StrategyOptions
 // an all_reduce of each shard among the same-local-rank ranks of all hosts
 // (one cross group per local rank, all at once), intra-host all-gather.
 // Messages above one slice run as a pipeline of slices.
-Status hier_all_reduce(Peers& p, const AlgoOptions& o, const HostLayout& hosts,
-                       size_t slice_bytes, const void* send, void* recv, size_t count,
-                       kf_dtype_t dtype, kf_op_t op);
+Status hier_all_reduce(Peers& p, const AlgoOptions& o, const HostLayout& hosts, size_t slice_bytes,
+                       const void* send, void* recv, size_t count, kf_dtype_t dtype, kf_op_t op);
 // hier_gather.cc: broadcast among root and the other hosts' leaders (local
 // rank 0), then within every host from its leader.
 Status hier_broadcast(Peers& p, const AlgoOptions& o, const HostLayout& hosts, const void* send,

@@ -42,8 +42,8 @@ enum : uint32_t { kStepUp = 0, kStepDown = 1 };
 struct Tree {
   Range slice;
   uint32_t phase = 0;
-  int leader = -1;           // this host's leader in this tree
-  int parent = -1;           // parent leader, -1 at the root (leaders only)
+  int leader = -1;            // this host's leader in this tree
+  int parent = -1;            // parent leader, -1 at the root (leaders only)
   std::vector<int> children;  // child leaders (leaders only)
   std::vector<int> members;   // the other ranks of this host (leaders only)
 };
@@ -80,9 +80,17 @@ class TreeAllReduce {
 TreeAllReduce::TreeAllReduce(Peers& p, const AlgoOptions& o, const HostLayout& hl, int trees,
                              const void* send, void* recv, size_t count, kf_dtype_t dtype,
                              kf_op_t op)
-    : p_(p), hl_(hl), send_(static_cast<const char*>(send)), recv_(static_cast<char*>(recv)),
-      dtype_(dtype), op_(op), es_(dtype_size(dtype)), chunk_(chunk_elems(o, es_)), count_(count) {
-  const int t_count = std::max(1, std::min<int>({trees, kMaxTrees, static_cast<int>(std::min<size_t>(count, kMaxTrees))}));
+    : p_(p),
+      hl_(hl),
+      send_(static_cast<const char*>(send)),
+      recv_(static_cast<char*>(recv)),
+      dtype_(dtype),
+      op_(op),
+      es_(dtype_size(dtype)),
+      chunk_(chunk_elems(o, es_)),
+      count_(count) {
+  const int t_count = std::max(
+      1, std::min<int>({trees, kMaxTrees, static_cast<int>(std::min<size_t>(count, kMaxTrees))}));
   for (int t = 0; t < t_count; ++t) trees_.push_back(make_tree(t, t_count));
 }
 
@@ -98,7 +106,8 @@ Tree TreeAllReduce::make_tree(int t, int trees) const {
   if (tr.leader != p_.rank()) return tr;
   const int v = mod(host - root_host, H);
   if (v > 0) tr.parent = leader_of(mod((v - 1) / 2 + root_host, H));
-  for (int c = 2 * v + 1; c <= 2 * v + 2 && c < H; ++c) tr.children.push_back(leader_of(mod(c + root_host, H)));
+  for (int c = 2 * v + 1; c <= 2 * v + 2 && c < H; ++c)
+    tr.children.push_back(leader_of(mod(c + root_host, H)));
   for (int m : hl_.local_group(host)) {
     if (m != tr.leader) tr.members.push_back(m);
   }
@@ -116,7 +125,8 @@ Status TreeAllReduce::run() {
   std::vector<TransferHandle> sends, member_recvs;
   std::vector<Item> items;
   size_t max_chunks = 0;
-  for (const Tree& t : trees_) max_chunks = std::max(max_chunks, (t.slice.len + chunk_ - 1) / chunk_);
+  for (const Tree& t : trees_)
+    max_chunks = std::max(max_chunks, (t.slice.len + chunk_ - 1) / chunk_);
 
   // Non-leader roles: everything at once, in (chunk, tree) order.
   for (size_t k = 0; k < max_chunks; ++k) {
@@ -151,10 +161,12 @@ Status TreeAllReduce::run() {
     if (down[i]) KF_RETURN_IF_ERROR(p_.wait(down[i]));
     const char* res = recv_ + it.range.begin * es_;
     for (int c : it.tree->children) {
-      sends.push_back(p_.isend(c, phase_tag(it.tree->phase, it.chunk, kStepDown), res, it.range.len * es_));
+      sends.push_back(
+          p_.isend(c, phase_tag(it.tree->phase, it.chunk, kStepDown), res, it.range.len * es_));
     }
     for (int m : it.tree->members) {
-      sends.push_back(p_.isend(m, phase_tag(it.tree->phase, it.chunk, kStepDown), res, it.range.len * es_));
+      sends.push_back(
+          p_.isend(m, phase_tag(it.tree->phase, it.chunk, kStepDown), res, it.range.len * es_));
     }
     return Status::ok();
   };

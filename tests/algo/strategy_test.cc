@@ -29,14 +29,10 @@ struct FakeLayout {
   std::vector<int> host_of;
 };
 const FakeLayout kLayouts[] = {
-    {"2x2", {0, 0, 1, 1}},
-    {"3x2", {0, 0, 1, 1, 2, 2}},
-    {"2x3", {0, 0, 0, 1, 1, 1}},
-    {"3+1", {0, 0, 0, 1}},
-    {"1+2+3", {0, 1, 1, 2, 2, 2}},
-    {"interleaved2x2", {0, 1, 0, 1}},
-    {"1x4", {0, 0, 0, 0}},
-    {"3x1", {0, 1, 2}},
+    {"2x2", {0, 0, 1, 1}},         {"3x2", {0, 0, 1, 1, 2, 2}},
+    {"2x3", {0, 0, 0, 1, 1, 1}},   {"3+1", {0, 0, 0, 1}},
+    {"1+2+3", {0, 1, 1, 2, 2, 2}}, {"interleaved2x2", {0, 1, 0, 1}},
+    {"1x4", {0, 0, 0, 0}},         {"3x1", {0, 1, 2}},
 };
 
 struct Algo {
@@ -48,30 +44,28 @@ struct Algo {
 
 const std::vector<Algo>& all_reduce_algos() {
   static const std::vector<Algo> algos = {
-      {"hier", [](Peers& p, const AlgoOptions& o, const HostLayout& h, const void* s, void* r,
-                  size_t n, kf_dtype_t t, kf_op_t op) {
-         return hier_all_reduce(p, o, h, size_t(1) << 30, s, r, n, t, op);
-       }},
+      {"hier",
+       [](Peers& p, const AlgoOptions& o, const HostLayout& h, const void* s, void* r, size_t n,
+          kf_dtype_t t,
+          kf_op_t op) { return hier_all_reduce(p, o, h, size_t(1) << 30, s, r, n, t, op); }},
       // Slices of 24 bytes: the pipelined schedule with many slices.
-      {"hier-pipelined", [](Peers& p, const AlgoOptions& o, const HostLayout& h, const void* s,
-                            void* r, size_t n, kf_dtype_t t, kf_op_t op) {
-         return hier_all_reduce(p, o, h, 24, s, r, n, t, op);
-       }},
-      {"tree", [](Peers& p, const AlgoOptions& o, const HostLayout& h, const void* s, void* r,
-                  size_t n, kf_dtype_t t, kf_op_t op) {
-         return tree_all_reduce(p, o, h, 1, s, r, n, t, op);
-       }},
-      {"multi-tree", [](Peers& p, const AlgoOptions& o, const HostLayout& h, const void* s,
-                        void* r, size_t n, kf_dtype_t t, kf_op_t op) {
-         return tree_all_reduce(p, o, h, h.host_count(), s, r, n, t, op);
-       }},
+      {"hier-pipelined",
+       [](Peers& p, const AlgoOptions& o, const HostLayout& h, const void* s, void* r, size_t n,
+          kf_dtype_t t, kf_op_t op) { return hier_all_reduce(p, o, h, 24, s, r, n, t, op); }},
+      {"tree",
+       [](Peers& p, const AlgoOptions& o, const HostLayout& h, const void* s, void* r, size_t n,
+          kf_dtype_t t, kf_op_t op) { return tree_all_reduce(p, o, h, 1, s, r, n, t, op); }},
+      {"multi-tree",
+       [](Peers& p, const AlgoOptions& o, const HostLayout& h, const void* s, void* r, size_t n,
+          kf_dtype_t t,
+          kf_op_t op) { return tree_all_reduce(p, o, h, h.host_count(), s, r, n, t, op); }},
       // More trees than hosts: several trees share a root host.
-      {"5-trees", [](Peers& p, const AlgoOptions& o, const HostLayout& h, const void* s, void* r,
-                     size_t n, kf_dtype_t t, kf_op_t op) {
-         return tree_all_reduce(p, o, h, 5, s, r, n, t, op);
-       }},
-      {"auto", [](Peers& p, const AlgoOptions& o, const HostLayout& h, const void* s, void* r,
-                  size_t n, kf_dtype_t t, kf_op_t op) {
+      {"5-trees",
+       [](Peers& p, const AlgoOptions& o, const HostLayout& h, const void* s, void* r, size_t n,
+          kf_dtype_t t, kf_op_t op) { return tree_all_reduce(p, o, h, 5, s, r, n, t, op); }},
+      {"auto",
+       [](Peers& p, const AlgoOptions& o, const HostLayout& h, const void* s, void* r, size_t n,
+          kf_dtype_t t, kf_op_t op) {
          StrategyOptions so;
          so.hier_threshold_bytes = 64;
          so.hier_slice_bytes = 1000;
@@ -108,7 +102,8 @@ bool run_world(const std::string& what, int n, const std::function<Status(Peers&
   bool ok = true;
   for (int r = 0; r < n; ++r) {
     if (!st[static_cast<size_t>(r)].is_ok()) {
-      ADD_FAILURE() << what << ": rank " << r << " failed: " << st[static_cast<size_t>(r)].message();
+      ADD_FAILURE() << what << ": rank " << r
+                    << " failed: " << st[static_cast<size_t>(r)].message();
       ok = false;
     }
   }
@@ -181,7 +176,8 @@ TEST_P(StrategyTest, AllReduce) {
                                        [&](size_t i) { return expected_reduce(t, op, n, i); }));
               if (!inplace) {
                 ASSERT_TRUE(check_values(what + " (send unchanged)", r, t, false, in[r].data(),
-                                         s.count, [&](size_t i) { return input_value(t, op, r, i); }));
+                                         s.count,
+                                         [&](size_t i) { return input_value(t, op, r, i); }));
               }
               ASSERT_EQ(0, std::memcmp(res.data(), first.data(), s.count * esize(t)))
                   << what << ": rank " << r << " differs bitwise from rank 0";
@@ -206,8 +202,8 @@ TEST_P(StrategyTest, Broadcast) {
     for (const Shape& s : kShapes) {
       for (int root = 0; root < n; ++root) {
         for (int inplace = 0; inplace < 2; ++inplace) {
-          const std::string what =
-              text(fl, "hier-broadcast", t, KF_SUM, s, inplace != 0) + " root=" + std::to_string(root);
+          const std::string what = text(fl, "hier-broadcast", t, KF_SUM, s, inplace != 0) +
+                                   " root=" + std::to_string(root);
           const Bytes in = make_input(t, KF_SUM, root, s.count);
           std::vector<Bytes> out(static_cast<size_t>(n), Bytes(in.size(), 0x5a));
           if (inplace) out[root] = in;
@@ -299,12 +295,16 @@ TEST(StrategySelection, AutoNeedsSeveralHostsAHostWithSeveralRanksAndASize) {
   const HostLayout two_by_two({0, 0, 1, 1});
   EXPECT_EQ(Strategy::kHierarchical, resolve_strategy(Strategy::kAuto, two_by_two, 4, 1000, so));
   EXPECT_EQ(Strategy::kFlat, resolve_strategy(Strategy::kAuto, two_by_two, 4, 999, so));
-  EXPECT_EQ(Strategy::kFlat, resolve_strategy(Strategy::kAuto, HostLayout::single_host(4), 4, 1 << 20, so));
-  EXPECT_EQ(Strategy::kFlat, resolve_strategy(Strategy::kAuto, HostLayout::one_per_host(4), 4, 1 << 20, so));
+  EXPECT_EQ(Strategy::kFlat,
+            resolve_strategy(Strategy::kAuto, HostLayout::single_host(4), 4, 1 << 20, so));
+  EXPECT_EQ(Strategy::kFlat,
+            resolve_strategy(Strategy::kAuto, HostLayout::one_per_host(4), 4, 1 << 20, so));
   // Explicit choices stand, except where the layout cannot describe the group.
-  EXPECT_EQ(Strategy::kTree, resolve_strategy(Strategy::kTree, HostLayout::single_host(4), 4, 1, so));
+  EXPECT_EQ(Strategy::kTree,
+            resolve_strategy(Strategy::kTree, HostLayout::single_host(4), 4, 1, so));
   EXPECT_EQ(Strategy::kFlat, resolve_strategy(Strategy::kTree, two_by_two, 5, 1 << 20, so));
-  EXPECT_EQ(Strategy::kFlat, resolve_strategy(Strategy::kMultiTree, HostLayout::single_host(1), 1, 1 << 20, so));
+  EXPECT_EQ(Strategy::kFlat,
+            resolve_strategy(Strategy::kMultiTree, HostLayout::single_host(1), 1, 1 << 20, so));
   Strategy s;
   EXPECT_TRUE(parse_strategy("multi-tree", &s));
   EXPECT_EQ(Strategy::kMultiTree, s);

@@ -33,13 +33,14 @@ void expect(bool ok, const std::string& what) {
 }
 
 std::string status_text(kf_comm_t comm, kf_status_t st) {
-  return std::string(kf_status_string(st)) + (st == KF_SUCCESS ? "" : std::string(": ") + kf_comm_last_error(comm));
+  return std::string(kf_status_string(st)) +
+         (st == KF_SUCCESS ? "" : std::string(": ") + kf_comm_last_error(comm));
 }
 
 // One round of collectives of `count` elements at step `step`.
 void round_of_collectives(kf_comm_t comm, uint64_t count, int step, const char* strat) {
-  const std::string where = std::string(" (strategy ") + strat + ", count " + std::to_string(count) +
-                            ", step " + std::to_string(step) + ")";
+  const std::string where = std::string(" (strategy ") + strat + ", count " +
+                            std::to_string(count) + ", step " + std::to_string(step) + ")";
   // int64 sum: exact.
   std::vector<int64_t> a(count), b(count);
   for (uint64_t i = 0; i < count; ++i) a[i] = int64_t(g_rank) * 1000003 + int64_t(i) * 7 + step;
@@ -108,11 +109,16 @@ void round_of_collectives(kf_comm_t comm, uint64_t count, int step, const char* 
 
 const char* name_of(kf_strategy_t s) {
   switch (s) {
-    case KF_STRATEGY_AUTO: return "auto";
-    case KF_STRATEGY_FLAT: return "flat";
-    case KF_STRATEGY_HIERARCHICAL: return "hier";
-    case KF_STRATEGY_TREE: return "tree";
-    case KF_STRATEGY_MULTI_TREE: return "multi-tree";
+    case KF_STRATEGY_AUTO:
+      return "auto";
+    case KF_STRATEGY_FLAT:
+      return "flat";
+    case KF_STRATEGY_HIERARCHICAL:
+      return "hier";
+    case KF_STRATEGY_TREE:
+      return "tree";
+    case KF_STRATEGY_MULTI_TREE:
+      return "multi-tree";
   }
   return "?";
 }
@@ -132,7 +138,8 @@ int main() {
   for (int round = 0; round < 10; ++round) {
     const kf_strategy_t next = cycle[round % 5];
     st = kf_comm_set_strategy(comm, next);
-    expect(st == KF_SUCCESS, std::string("set_strategy ") + name_of(next) + " -> " + status_text(comm, st));
+    expect(st == KF_SUCCESS,
+           std::string("set_strategy ") + name_of(next) + " -> " + status_text(comm, st));
     st = kf_comm_get_strategy(comm, &current);
     expect(st == KF_SUCCESS && current == next, std::string("get_strategy after setting ") +
                                                     name_of(next) + " gives " + name_of(current));
@@ -180,7 +187,8 @@ int main() {
       kf_comm_size(sub, &g_size);
       for (int round = 0; round < 5; ++round) {
         st = kf_comm_set_strategy(sub, cycle[round]);
-        expect(st == KF_SUCCESS, "set_strategy on the split communicator -> " + status_text(sub, st));
+        expect(st == KF_SUCCESS,
+               "set_strategy on the split communicator -> " + status_text(sub, st));
         round_of_collectives(sub, counts[round % 3], step++, name_of(cycle[round]));
       }
       kf_comm_destroy(sub);
@@ -192,10 +200,11 @@ int main() {
   st = kf_comm_get_strategy(comm, nullptr);
   expect(st == KF_ERR_INVALID_ARGUMENT, "get_strategy(NULL) -> " + status_text(comm, st));
   st = kf_comm_set_strategy(nullptr, KF_STRATEGY_FLAT);
-  expect(st == KF_ERR_INVALID_ARGUMENT, "set_strategy(NULL comm) -> " + std::string(kf_status_string(st)));
+  expect(st == KF_ERR_INVALID_ARGUMENT,
+         "set_strategy(NULL comm) -> " + std::string(kf_status_string(st)));
 
   kf_comm_destroy(comm);
-  std::printf("%s strategy_switch rank %d: %ld checks, %ld failed\n", g_failures == 0 ? "PASS" : "FAIL",
-              g_rank, g_checks, g_failures);
+  std::printf("%s strategy_switch rank %d: %ld checks, %ld failed\n",
+              g_failures == 0 ? "PASS" : "FAIL", g_rank, g_checks, g_failures);
   return g_failures == 0 ? 0 : 1;
 }
