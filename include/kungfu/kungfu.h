@@ -22,7 +22,9 @@
  *
  * Data paths: ranks on the same host (same hostname and boot id) exchange
  * data through shared memory; ranks on different hosts through TCP. Set
- * KF_TRANSPORT=tcp to force TCP everywhere (for testing).
+ * KF_TRANSPORT=tcp to force TCP everywhere (for testing). Across hosts,
+ * all_reduce, broadcast and all_gather of 32 KiB and more run hierarchically
+ * (within hosts, then across, then within): see kungfu/strategy.h.
  *
  * Failures: if a peer dies or closes its communicator mid-operation, the
  * operation fails on the survivors with KF_ERR_REMOTE naming the lost rank
