@@ -1,6 +1,7 @@
 // Hierarchical broadcast and all_gather (see strategy.h). Both move every
 // byte across the inter-host links once: each host receives what it lacks
 // through one of its ranks, and shares it over shared memory.
+#include <memory>
 #include <vector>
 
 #include "algo/common.h"
@@ -12,7 +13,8 @@ namespace kf {
 namespace {
 
 // Sub-group phases of one operation (SubPeers needs distinct ones).
-enum : uint32_t { kPhaseCross = 1, kPhaseLocal = 2, kPhaseLocal2 = 3 };
+// kPhaseEqualLocal + h: the within-host exchange of host h's blocks.
+enum : uint32_t { kPhaseCross = 1, kPhaseLocal = 2, kPhaseLocal2 = 3, kPhaseEqualLocal = 4 };
 
 // Copies block i of `from` (in `order`) to block order[i] of `to`.
 void place_blocks(const std::vector<int>& order, const char* from, void* to, size_t block,
@@ -24,27 +26,38 @@ void place_blocks(const std::vector<int>& order, const char* from, void* to, siz
 }
 
 // Equal hosts (H hosts x L ranks): local rank j gathers the blocks of local
-// rank j of every host, then each host's ranks exchange what they gathered.
-// Every rank's traffic is H blocks in and out across hosts.
+// rank j of every host (across hosts), then for every host h the host's
+// ranks exchange the blocks of host h's ranks (within the host). Every
+// rank's inter-host traffic is H - 1 blocks each way, and every block goes
+// straight to its place in recv: the rings run over layouts whose segments
+// sit wherever their ranks' blocks belong, so nothing is staged or copied.
 Status all_gather_equal(Peers& p, const AlgoOptions& o, const HostLayout& hl, const void* send,
                         void* recv, size_t block, kf_dtype_t dtype) {
   const size_t es = dtype_size(dtype);
   const int r = p.rank();
   const int H = hl.host_count();
   const int L = hl.min_local_size();
-  const size_t ub = static_cast<size_t>(H);
-  std::vector<char> by_host(ub * block * es);
-  SubPeers cross(p, hl.cross_group(hl.local_rank(r)), kPhaseCross);
-  KF_RETURN_IF_ERROR(kf::all_gather(cross, o, send, by_host.data(), block, dtype));
-  // by_all[j][h] is the block of local rank j on host h.
-  std::vector<char> by_all(static_cast<size_t>(L) * ub * block * es);
-  SubPeers local(p, hl.local_group(hl.host_of(r)), kPhaseLocal);
-  KF_RETURN_IF_ERROR(kf::all_gather(local, o, by_host.data(), by_all.data(), ub * block, dtype));
-  std::vector<int> order;
-  for (int j = 0; j < L; ++j) {
-    for (int h = 0; h < H; ++h) order.push_back(hl.rank_at(h, j));
+  // In place when send already sits at block r; copy_elems skips it.
+  copy_elems(byte_ptr(recv, static_cast<size_t>(r) * block, es), send, block, es);
+  // The segments of ranks `ranks`, at their blocks' places in recv.
+  auto layout_of = [&](const std::vector<int>& ranks) {
+    std::vector<Range> segs;
+    for (int q : ranks) segs.push_back(Range{static_cast<size_t>(q) * block, block});
+    return Layout::custom(std::move(segs), chunk_elems(o, es));
+  };
+  if (H > 1) {
+    const std::vector<int> cross = hl.cross_group(hl.local_rank(r));
+    SubPeers cp(p, cross, kPhaseCross);
+    KF_RETURN_IF_ERROR(ring_all_gather_core(cp, layout_of(cross), es, recv, 0, /*own_sent=*/false));
   }
-  place_blocks(order, by_all.data(), recv, block, es);
+  if (L > 1) {
+    // Host h's blocks: local rank j now holds the block of rank_at(h, j).
+    for (int h = 0; h < H; ++h) {
+      SubPeers lp(p, hl.local_group(hl.host_of(r)), kPhaseEqualLocal + static_cast<uint32_t>(h));
+      KF_RETURN_IF_ERROR(
+          ring_all_gather_core(lp, layout_of(hl.local_group(h)), es, recv, 0, /*own_sent=*/false));
+    }
+  }
   return Status::ok();
 }
 
@@ -65,18 +78,19 @@ Status all_gather_unequal(Peers& p, const AlgoOptions& o, const HostLayout& hl, 
     segs.push_back(Range{order.size() * block, g.size() * block});
     order.insert(order.end(), g.begin(), g.end());
   }
-  std::vector<char> all(n * block * es);
+  std::unique_ptr<char[]> all_buf(new char[n * block * es]);  // not zero-filled
+  char* all = all_buf.get();
   SubPeers local(p, hl.local_group(host), kPhaseLocal);
-  char* mine = all.data() + segs[static_cast<size_t>(host)].begin * es;
+  char* mine = all + segs[static_cast<size_t>(host)].begin * es;
   KF_RETURN_IF_ERROR(kf::gather(local, o, send, mine, block, dtype, 0));
   if (hl.local_rank(r) == 0 && hl.host_count() > 1) {
     SubPeers leaders(p, hl.cross_group(0), kPhaseCross);
     const Layout l = Layout::custom(segs, chunk_elems(o, es));
-    KF_RETURN_IF_ERROR(ring_all_gather_core(leaders, l, es, all.data(), 0, /*own_sent=*/false));
+    KF_RETURN_IF_ERROR(ring_all_gather_core(leaders, l, es, all, 0, /*own_sent=*/false));
   }
   SubPeers local2(p, hl.local_group(host), kPhaseLocal2);
-  KF_RETURN_IF_ERROR(kf::broadcast(local2, o, all.data(), all.data(), n * block, dtype, 0));
-  place_blocks(order, all.data(), recv, block, es);
+  KF_RETURN_IF_ERROR(kf::broadcast(local2, o, all, all, n * block, dtype, 0));
+  place_blocks(order, all, recv, block, es);
   return Status::ok();
 }
 
