@@ -39,6 +39,7 @@
 #include "kungfu/version.h"
 #include "kungfu/topology.h"
 #include "kungfu/split.h"
+#include "kungfu/async.h"
 
 #ifdef __cplusplus
 extern "C" {
