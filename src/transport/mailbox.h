@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "transport/frame.h"
 #include "transport/transfer.h"
@@ -49,6 +50,18 @@ class Mailbox {
   // Fails every posted receive with `why` (the communicator broke).
   void fail_all(const Status& why);
 
+  // `peer` said goodbye: its goodbye is the last frame of its stream, so
+  // every message it sent has arrived, and a receive from it that finds no
+  // stored message can never complete. Fails such receives, posted now or
+  // later, with `why` (at once, not after the operation timeout). Messages
+  // already stored are still delivered, so a peer that finished its part
+  // fails nothing.
+  void peer_departed(int peer, const Status& why);
+  // Peers whose messages do not travel on the stream that carries their
+  // goodbye (shared memory: bytes may still wait in a ring when the TCP
+  // goodbye arrives). Their goodbyes fail nothing; they keep the timeout.
+  void set_indirect_peers(std::vector<int> peers);
+
   size_t unexpected_bytes() const;
 
   // Sees every frame whose step is >= kControlStepFirst before it is
@@ -69,6 +82,8 @@ class Mailbox {
   std::unordered_map<MessageKey, TransferHandle, MessageKeyHash> posted_;
   std::unordered_map<MessageKey, std::shared_ptr<Stash>, MessageKeyHash> unexpected_;
   size_t unexpected_bytes_ = 0;
+  std::unordered_map<int, Status> departed_;  // peer -> why its receives fail
+  std::vector<int> indirect_;
 };
 
 // An unexpected message: its payload, and the receive that claimed it while

@@ -28,6 +28,11 @@ TcpConn::TcpConn(TcpTransport* owner, int peer, Fd fd, std::string remote)
                     // Only an open connection departs; a lost one stays lost.
                     State open = State::kOpen;
                     state_.compare_exchange_strong(open, State::kDeparted);
+                    // Everything the peer sent has been read: a receive
+                    // from it that is still waiting never completes.
+                    owner_->mailbox_->peer_departed(
+                        peer_, remote_error("rank " + std::to_string(peer_) +
+                                            " closed its communicator"));
                   },
                   [this](int lost) {
                     owner_->on_lost_(lost, remote_error("rank " + std::to_string(lost) +
