@@ -139,6 +139,8 @@ void Mailbox::finish(const Incoming& in) {
 }
 
 void Mailbox::post(const TransferHandle& t) {
+  t->set_spin_us(recv_spin_us_.load(std::memory_order_relaxed));
+  t->set_driver(recv_driver_.load(std::memory_order_acquire));
   std::shared_ptr<Stash> ready;
   Status gone;
   {

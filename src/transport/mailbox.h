@@ -4,6 +4,7 @@
 // every transport of a communicator; all methods are thread safe.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -64,6 +65,14 @@ class Mailbox {
 
   size_t unexpected_bytes() const;
 
+  // How receives posted from now on are waited for: polled `spin_us`, then
+  // driven by `driver` if not null (Transfer::set_spin_us, set_driver). Set
+  // by the transport that completes them; cleared before it goes away.
+  void set_recv_wait(uint32_t spin_us, WaitDriver* driver) {
+    recv_spin_us_.store(spin_us);
+    recv_driver_.store(driver);
+  }
+
   // Sees every frame whose step is >= kControlStepFirst before it is
   // matched; returning true consumes it (it must have no payload). Called
   // on transport threads without locks held. Set before any traffic.
@@ -84,6 +93,8 @@ class Mailbox {
   size_t unexpected_bytes_ = 0;
   std::unordered_map<int, Status> departed_;  // peer -> why its receives fail
   std::vector<int> indirect_;
+  std::atomic<uint32_t> recv_spin_us_{0};
+  std::atomic<WaitDriver*> recv_driver_{nullptr};
 };
 
 // An unexpected message: its payload, and the receive that claimed it while

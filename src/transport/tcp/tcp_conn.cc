@@ -98,7 +98,8 @@ void TcpConn::update_events_locked() {
   if (state_.load() == State::kLost) return;
   epoll_event ev;
   std::memset(&ev, 0, sizeof(ev));
-  ev.events = (read_paused_ ? 0u : uint32_t(EPOLLIN)) | (want_out_ ? uint32_t(EPOLLOUT) : 0u);
+  ev.events = (read_paused_ || driven_ ? 0u : uint32_t(EPOLLIN)) |
+              (want_out_ ? uint32_t(EPOLLOUT) : 0u);
   ev.data.u32 = static_cast<uint32_t>(peer_);
   ::epoll_ctl(owner_->epoll_fd_.get(), EPOLL_CTL_MOD, fd_.get(), &ev);
 }
@@ -184,6 +185,13 @@ void TcpConn::detach_while_paused() {
   // retry path reads without epoll, and finds the end of the stream).
   std::lock_guard<std::mutex> lock(send_mu_);
   if (state_.load() != State::kLost) ::epoll_ctl(owner_->epoll_fd_.get(), EPOLL_CTL_DEL, fd_.get(), nullptr);
+}
+
+void TcpConn::set_driven(bool driven) {
+  std::lock_guard<std::mutex> lock(send_mu_);
+  if (driven_ == driven) return;
+  driven_ = driven;
+  update_events_locked();
 }
 
 Status TcpConn::on_readable() {

@@ -1,12 +1,16 @@
 #include "transport/tcp/tcp_transport.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <thread>
 
+#include "base/config.h"
 #include "base/log.h"
 #include "transport/tcp/tcp_conn.h"
 
@@ -16,6 +20,9 @@ namespace {
 // A stranger gets this long to prove itself before we drop it.
 constexpr int kHandshakeMs = 3000;
 constexpr uint32_t kWakeToken = 0xffffffffu;
+// A driving waiter polls its socket at most this long before it looks at
+// its transfer again (which may have failed without any byte arriving).
+constexpr int kDriveSliceMs = 10;
 
 }  // namespace
 
@@ -133,8 +140,27 @@ Status TcpTransport::connect_all(const std::vector<std::string>& addresses,
       return system_error(errno_text("epoll_ctl", errno));
     }
   }
+  choose_spin(addresses);
   progress_ = std::thread([this] { progress_loop(); });
   return Status::ok();
+}
+
+void TcpTransport::choose_spin(const std::vector<std::string>& addresses) {
+  // Ranks whose address has our host part run on this host (or share its
+  // address: the estimate errs towards counting too many, i.e. towards not
+  // polling). Polling only pays when every local rank has its own core.
+  std::string me, host;
+  uint16_t port = 0;
+  size_t local = 0;
+  if (split_host_port(address_, &me, &port).is_ok()) {
+    for (const auto& a : addresses) {
+      if (split_host_port(a, &host, &port).is_ok() && host == me) ++local;
+    }
+  }
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const int64_t us = knob_int(Knob::KF_TCP_SPIN_US);
+  spin_us_ = (local <= cores && us > 0) ? static_cast<uint32_t>(std::min<int64_t>(us, 100000)) : 0;
+  mailbox_->set_recv_wait(spin_us_, knob_int(Knob::KF_TCP_DRIVE) != 0 ? this : nullptr);
 }
 
 void TcpTransport::wake() {
@@ -160,10 +186,12 @@ void TcpTransport::progress_loop() {
         (void)r;
         if (retry_paused_.exchange(false)) {
           for (auto& c : conns_) {
-            if (c && c->paused() && c->state() != TcpConn::State::kLost) {
-              Status st = c->on_readable();
-              if (!st.is_ok()) lose(*c, st);
-            }
+            if (!c || c->state() == TcpConn::State::kLost) continue;
+            // A driving waiter that holds the reader retries on its own.
+            std::unique_lock<std::mutex> rl(c->reader_mutex(), std::try_to_lock);
+            if (!rl.owns_lock() || !c->paused()) continue;
+            Status st = c->on_readable();
+            if (!st.is_ok()) lose(*c, st);
           }
         }
         continue;
@@ -172,22 +200,69 @@ void TcpTransport::progress_loop() {
       if (c.state() == TcpConn::State::kLost) continue;
       if (events[i].events & EPOLLOUT) c.on_writable();
       if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+        // Busy: a waiting thread drives this reader (and epoll stops
+        // reporting input once it has said so).
+        std::unique_lock<std::mutex> rl(c.reader_mutex(), std::try_to_lock);
+        if (!rl.owns_lock()) continue;
         if (c.paused()) {
           if (events[i].events & (EPOLLHUP | EPOLLERR)) c.detach_while_paused();
           continue;
         }
         Status st = c.on_readable();
-        if (!st.is_ok()) {
-          if (st.code() == KF_ERR_ABORTED || stopping_.load()) {
-            c.close_quietly();  // closed after saying goodbye
-          } else {
-            lose(c, remote_error("lost rank " + std::to_string(c.peer()) + " (" + c.remote() +
-                                 "): " + st.message()));
-          }
-        }
+        if (!st.is_ok()) on_read_error(c, st);
       }
     }
   }
+}
+
+void TcpTransport::on_read_error(TcpConn& c, const Status& st) {
+  if (st.code() == KF_ERR_ABORTED || stopping_.load()) {
+    c.close_quietly();  // closed after saying goodbye
+  } else {
+    lose(c, remote_error("lost rank " + std::to_string(c.peer()) + " (" + c.remote() +
+                         "): " + st.message()));
+  }
+}
+
+Status TcpTransport::drive(Transfer& t, const Deadline& deadline) {
+  const int peer = t.key().peer;
+  TcpConn* c = nullptr;
+  if (t.kind() == Transfer::Kind::kRecv && peer >= 0 && peer < opts_.size && !stopping_.load()) {
+    c = conns_[static_cast<size_t>(peer)].get();
+  }
+  if (c == nullptr || c->state() == TcpConn::State::kLost) return t.sleep_until_done(deadline);
+  // One reader at a time: when another thread reads this socket, it
+  // completes our transfer too, and we sleep.
+  std::unique_lock<std::mutex> rl(c->reader_mutex(), std::try_to_lock);
+  if (!rl.owns_lock()) return t.sleep_until_done(deadline);
+  // A paused reader waits for room in the mailbox; the progress thread
+  // retries it when there is.
+  if (!c->paused() && !t.done()) {
+    c->set_driven(true);
+    for (;;) {
+      Status st = c->on_readable();
+      if (!st.is_ok()) {
+        on_read_error(*c, st);
+        break;
+      }
+      if (t.done() || c->paused() || c->state() == TcpConn::State::kLost || deadline.expired() ||
+          stopping_.load()) {
+        break;
+      }
+      pollfd p;
+      p.fd = c->fd();
+      p.events = POLLIN;
+      p.revents = 0;
+      ::poll(&p, 1, deadline.remaining_ms(kDriveSliceMs));
+    }
+    // Still holding the reader: the progress thread cannot find it busy
+    // with input re-armed except for this instant.
+    c->set_driven(false);
+  }
+  const bool paused = c->paused();
+  rl.unlock();
+  if (paused) retry_paused();  // a retry asked for while we held the reader
+  return t.sleep_until_done(deadline);
 }
 
 void TcpTransport::lose(TcpConn& c, const Status& why) {
@@ -199,6 +274,7 @@ void TcpTransport::lose(TcpConn& c, const Status& why) {
 }
 
 void TcpTransport::send(const TransferHandle& t, const FrameHeader& h) {
+  t->set_spin_us(spin_us_);
   conns_[static_cast<size_t>(t->key().peer)]->enqueue(SendItem::data_frame(h, t));
 }
 
@@ -219,6 +295,7 @@ void TcpTransport::broadcast_abort(int lost) {
 
 void TcpTransport::shutdown(const Deadline& deadline) {
   if (shut_down_.load()) return;
+  mailbox_->set_recv_wait(0, nullptr);  // receives posted from now on do not come here
   if (progress_.joinable()) {
     // Say goodbye, let the queues drain, and give peers a moment to say goodbye
     // too, so that closing never resets a connection with data still in flight.

@@ -3,9 +3,10 @@
 //
 // Sends are queued per peer and written by the caller when the socket has
 // room (no thread hand-off for small messages), else by the progress thread.
-// Receives are read by the progress thread into a staging buffer and handed
-// to the Mailbox, which puts each payload straight into the posted receive
-// buffer when there is one. The progress thread blocks in epoll_wait when
+// Receives are read into a staging buffer and handed to the Mailbox, which
+// puts each payload straight into the posted receive buffer when there is
+// one; the reader is the thread that waits for a receive from that peer
+// (drive()), else the progress thread. The progress thread blocks in epoll_wait when
 // there is nothing to do, so an idle communicator costs no CPU.
 #pragma once
 
@@ -36,7 +37,7 @@ struct TcpOptions {
 
 class TcpConn;
 
-class TcpTransport {
+class TcpTransport : public WaitDriver {
  public:
   // Called when a peer is lost (its connection broke, or another peer reported
   // it), from the progress thread or a sending thread: `why` names it. The
@@ -44,7 +45,7 @@ class TcpTransport {
   using PeerLostFn = std::function<void(int peer, const Status& why)>;
 
   TcpTransport(const TcpOptions& opts, Mailbox* mailbox, PeerLostFn on_lost);
-  ~TcpTransport();
+  ~TcpTransport() override;
   TcpTransport(const TcpTransport&) = delete;
   TcpTransport& operator=(const TcpTransport&) = delete;
 
@@ -77,6 +78,12 @@ class TcpTransport {
   // Tells every live peer that `lost` is gone (an abort frame).
   void broadcast_abort(int lost);
 
+  // WaitDriver: a thread waiting for a receive from a peer reads that
+  // peer's socket itself while no other thread does (poll(2) on it, in
+  // short slices so that a failure completing the transfer elsewhere is
+  // seen), instead of sleeping until the progress thread hands it over.
+  Status drive(Transfer& t, const Deadline& deadline) override;
+
   // Says goodbye to every peer, flushes what is queued and closes, waiting at
   // most until the deadline. Idempotent.
   void shutdown(const Deadline& deadline);
@@ -89,7 +96,11 @@ class TcpTransport {
   void progress_loop();
   void wake();
   void lose(TcpConn& c, const Status& why);
+  // A read of c failed: a closed stream after goodbye, else a lost peer.
+  void on_read_error(TcpConn& c, const Status& st);
   void update_events(TcpConn& c);
+  // Sets the polling time of waiters (KF_TCP_SPIN_US, 0 when oversubscribed).
+  void choose_spin(const std::vector<std::string>& addresses);
 
   const TcpOptions opts_;
   Mailbox* const mailbox_;
@@ -111,6 +122,7 @@ class TcpTransport {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> retry_paused_{false};
   std::atomic<bool> shut_down_{false};
+  uint32_t spin_us_ = 0;  // Transfer::set_spin_us of sends and receives; set in connect_all
 };
 
 }  // namespace kf
