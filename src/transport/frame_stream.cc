@@ -99,6 +99,8 @@ Status FrameReader::on_header() {
     case FrameType::kAbort:
       if (hooks_.on_abort) hooks_.on_abort(static_cast<int>(header_.step));
       return Status::ok();
+    case FrameType::kPing:
+      return Status::ok();  // its arrival is all it says
     case FrameType::kData:
       break;
   }

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "transport/tcp/tcp_transport.h"
@@ -21,6 +22,7 @@ constexpr size_t kDirectReadBytes = 64 * 1024;
 
 TcpConn::TcpConn(TcpTransport* owner, int peer, Fd fd, std::string remote)
     : owner_(owner), peer_(peer), fd_(std::move(fd)), remote_(std::move(remote)),
+      last_heard_ms_(now_ms()), last_sent_ms_(now_ms()),
       reader_(peer, owner->opts_.epoch, owner->mailbox_,
               FrameReader::Hooks{
                   [this] {
@@ -30,9 +32,13 @@ TcpConn::TcpConn(TcpTransport* owner, int peer, Fd fd, std::string remote)
                     state_.compare_exchange_strong(open, State::kDeparted);
                     // Everything the peer sent has been read: a receive
                     // from it that is still waiting never completes.
+                    // It may have left because it timed out on a rank
+                    // that went silent: say which.
+                    std::string note = owner_->silence_note(-1);
                     owner_->mailbox_->peer_departed(
                         peer_, remote_error("rank " + std::to_string(peer_) +
-                                            " closed its communicator"));
+                                            " closed its communicator" +
+                                            (note.empty() ? "" : " (" + note + ")")));
                   },
                   [this](int lost) {
                     owner_->on_lost_(lost, remote_error("rank " + std::to_string(lost) +
@@ -40,6 +46,12 @@ TcpConn::TcpConn(TcpTransport* owner, int peer, Fd fd, std::string remote)
                                                         std::to_string(peer_) + ")"));
                   }}),
       stage_(kStageBytes) {}
+
+int64_t TcpConn::now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 Status TcpConn::write_some(const iovec* iov, int iovcnt, size_t* written) {
   msghdr msg;
@@ -50,6 +62,7 @@ Status TcpConn::write_some(const iovec* iov, int iovcnt, size_t* written) {
     ssize_t w = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (w >= 0) {
       *written = static_cast<size_t>(w);
+      if (w > 0) last_sent_ms_.store(now_ms(), std::memory_order_relaxed);
       return Status::ok();
     }
     if (errno == EINTR) continue;
@@ -75,6 +88,7 @@ Status TcpConn::read_some(char* dst, size_t cap, size_t* got) {
     ssize_t n = ::recv(fd_.get(), direct ? dst : stage_.data(), direct ? cap : stage_.size(),
                        MSG_DONTWAIT);
     if (n > 0) {
+      last_heard_ms_.store(now_ms(), std::memory_order_relaxed);
       if (direct) {
         *got = static_cast<size_t>(n);
       } else {

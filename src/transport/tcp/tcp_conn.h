@@ -45,6 +45,13 @@ class TcpConn : private ByteSink, private ByteSource {
   // input (the progress thread would only find the reader busy).
   void set_driven(bool driven);
 
+  // Milliseconds (steady clock) when bytes last arrived from / were last
+  // written to this peer: liveness for the transport's pings and for naming
+  // a peer that went silent.
+  int64_t last_heard_ms() const { return last_heard_ms_.load(std::memory_order_relaxed); }
+  int64_t last_sent_ms() const { return last_sent_ms_.load(std::memory_order_relaxed); }
+  static int64_t now_ms();
+
   // Closes the connection and fails what is queued. Returns false if it was already lost.
   bool mark_lost(const Status& why);
   bool send_queue_empty();
@@ -66,6 +73,8 @@ class TcpConn : private ByteSink, private ByteSource {
   const std::string remote_;
   std::atomic<State> state_{State::kOpen};
   std::atomic<bool> bye_received_{false};
+  std::atomic<int64_t> last_heard_ms_;
+  std::atomic<int64_t> last_sent_ms_;
 
   std::mutex send_mu_;
   SendQueue queue_;           // guarded by send_mu_

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
@@ -23,6 +24,12 @@ constexpr uint32_t kWakeToken = 0xffffffffu;
 // A driving waiter polls its socket at most this long before it looks at
 // its transfer again (which may have failed without any byte arriving).
 constexpr int kDriveSliceMs = 10;
+// Every link carries some frame at least this often (a ping when idle), so
+// that a peer whose process stopped can be told from one that only waits.
+// The cost: two wake-ups a second per rank when idle.
+constexpr int kPingMs = 500;
+// Heard nothing for this long: the peer is silent (stopped, hung, or cut off).
+constexpr int64_t kSilentMs = 4 * kPingMs;
 
 }  // namespace
 
@@ -171,8 +178,14 @@ void TcpTransport::wake() {
 
 void TcpTransport::progress_loop() {
   epoll_event events[64];
+  int64_t next_ping = TcpConn::now_ms() + kPingMs;
   while (!stopping_.load()) {
-    int n = ::epoll_wait(epoll_fd_.get(), events, 64, -1);
+    int64_t now = TcpConn::now_ms();
+    if (now >= next_ping) {
+      ping_idle_links();
+      next_ping = now + kPingMs;
+    }
+    int n = ::epoll_wait(epoll_fd_.get(), events, 64, static_cast<int>(next_ping - now));
     if (n < 0) {
       if (errno == EINTR) continue;
       KF_LOG_ERROR(errno_text("epoll_wait", errno));
@@ -213,6 +226,46 @@ void TcpTransport::progress_loop() {
       }
     }
   }
+}
+
+void TcpTransport::ping_idle_links() {
+  FrameHeader ping;
+  ping.type = FrameType::kPing;
+  ping.epoch = opts_.epoch;
+  const int64_t now = TcpConn::now_ms();
+  for (auto& c : conns_) {
+    if (!c || c->state() != TcpConn::State::kOpen) continue;
+    // A full queue already says we are here once the peer reads; a peer
+    // that does not read would only collect pings.
+    if (now - c->last_sent_ms() < kPingMs || !c->send_queue_empty()) continue;
+    c->enqueue(SendItem::control(ping));
+  }
+}
+
+std::string TcpTransport::silence_note(int waited_on) const {
+  if (!progress_.joinable()) return "";
+  const int64_t now = TcpConn::now_ms();
+  int silent = -1;
+  int64_t longest = kSilentMs;
+  for (const auto& c : conns_) {
+    if (!c || c->state() != TcpConn::State::kOpen) continue;
+    const int64_t quiet = now - c->last_heard_ms();
+    if (quiet >= longest) {
+      longest = quiet;
+      silent = c->peer();
+    }
+  }
+  if (silent < 0) return "";
+  char secs[32];
+  std::snprintf(secs, sizeof(secs), "%.1f", static_cast<double>(longest) / 1000.0);
+  std::string note = "rank " + std::to_string(silent) + " has sent nothing for " + secs +
+                     " s, not even its liveness pings: it is stopped, hung or cut off";
+  if (silent != waited_on && waited_on >= 0 && waited_on < opts_.size &&
+      conns_[static_cast<size_t>(waited_on)] &&
+      now - conns_[static_cast<size_t>(waited_on)]->last_heard_ms() < kSilentMs) {
+    note = "rank " + std::to_string(waited_on) + " still answers (it waits too); " + note;
+  }
+  return note;
 }
 
 void TcpTransport::on_read_error(TcpConn& c, const Status& st) {

@@ -84,6 +84,12 @@ class TcpTransport : public WaitDriver {
   // seen), instead of sleeping until the progress thread hands it over.
   Status drive(Transfer& t, const Deadline& deadline) override;
 
+  // Names a peer that has gone silent (nothing heard for several ping
+  // intervals, though an idle link carries a ping every kPingMs: its
+  // process is stopped or hung), for the text of an error that waited on
+  // `waited_on` (-1: none). Empty when every peer was heard from recently.
+  std::string silence_note(int waited_on) const;
+
   // Says goodbye to every peer, flushes what is queued and closes, waiting at
   // most until the deadline. Idempotent.
   void shutdown(const Deadline& deadline);
@@ -99,6 +105,8 @@ class TcpTransport : public WaitDriver {
   // A read of c failed: a closed stream after goodbye, else a lost peer.
   void on_read_error(TcpConn& c, const Status& st);
   void update_events(TcpConn& c);
+  // Progress thread: pings every open peer that we sent nothing to lately.
+  void ping_idle_links();
   // Sets the polling time of waiters (KF_TCP_SPIN_US, 0 when oversubscribed).
   void choose_spin(const std::vector<std::string>& addresses);
 
