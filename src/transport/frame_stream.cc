@@ -155,7 +155,7 @@ void FrameReader::finish() {
   state_ = State::kHeader;
 }
 
-Status FrameReader::pump(ByteSource& src) {
+Status FrameReader::pump(ByteSource& src, const Transfer* until) {
   if (state_ == State::kNeedTarget) {
     KF_RETURN_IF_ERROR(start_payload());
     if (state_ == State::kNeedTarget) return Status::ok();
@@ -164,6 +164,7 @@ Status FrameReader::pump(ByteSource& src) {
     if (state_ == State::kPayload) {
       if (payload_got_ == header_.length) {
         finish();
+        if (until != nullptr && until->done()) return Status::ok();
         continue;
       }
       size_t got = 0;

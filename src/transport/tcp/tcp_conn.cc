@@ -208,9 +208,9 @@ void TcpConn::set_driven(bool driven) {
   update_events_locked();
 }
 
-Status TcpConn::on_readable() {
+Status TcpConn::on_readable(const Transfer* until) {
   bool was_paused = reader_.paused();
-  KF_RETURN_IF_ERROR(reader_.pump(*this));
+  KF_RETURN_IF_ERROR(reader_.pump(*this, until));
   bool now_paused = reader_.paused();
   if (was_paused != now_paused) {
     std::lock_guard<std::mutex> lock(send_mu_);

@@ -38,8 +38,12 @@ class TcpConn : private ByteSink, private ByteSource {
   // reader_mutex(): the progress thread (on EPOLLIN, or to retry a paused
   // receive) or a thread waiting for a receive from this peer (driving).
   // Returns an error when the connection must be dropped.
-  Status on_readable();
+  // With `until`, stops after the frame that completes it.
+  Status on_readable(const Transfer* until = nullptr);
   bool paused() const { return reader_.paused(); }
+  // Input the socket no longer reports: a paused frame, or bytes left in
+  // the staging buffer by a reader that stopped early. Caller holds reader_mutex().
+  bool needs_pump() const { return reader_.paused() || stage_pos_ < stage_end_; }
   std::mutex& reader_mutex() { return reader_mu_; }
   // While a waiting thread drives the reader, epoll does not watch for
   // input (the progress thread would only find the reader busy).

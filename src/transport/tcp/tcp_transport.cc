@@ -200,11 +200,11 @@ void TcpTransport::progress_loop() {
         if (retry_paused_.exchange(false)) {
           for (auto& c : conns_) {
             if (!c || c->state() == TcpConn::State::kLost) continue;
-            // A driving waiter that holds the reader retries on its own.
+            // A driving waiter that holds the reader asks again when done.
             std::unique_lock<std::mutex> rl(c->reader_mutex(), std::try_to_lock);
-            if (!rl.owns_lock() || !c->paused()) continue;
+            if (!rl.owns_lock() || !c->needs_pump()) continue;
             Status st = c->on_readable();
-            if (!st.is_ok()) lose(*c, st);
+            if (!st.is_ok()) on_read_error(*c, st);
           }
         }
         continue;
@@ -293,7 +293,9 @@ Status TcpTransport::drive(Transfer& t, const Deadline& deadline) {
   if (!c->paused() && !t.done()) {
     c->set_driven(true);
     for (;;) {
-      Status st = c->on_readable();
+      // Stop at our frame: later frames are the progress thread's work,
+      // done while this thread goes on with its operation.
+      Status st = c->on_readable(&t);
       if (!st.is_ok()) {
         on_read_error(*c, st);
         break;
@@ -312,9 +314,11 @@ Status TcpTransport::drive(Transfer& t, const Deadline& deadline) {
     // with input re-armed except for this instant.
     c->set_driven(false);
   }
-  const bool paused = c->paused();
+  // Bytes left in the staging buffer raise no epoll event; a retry may
+  // also have been asked for while we held the reader.
+  const bool leftover = c->needs_pump();
   rl.unlock();
-  if (paused) retry_paused();  // a retry asked for while we held the reader
+  if (leftover) retry_paused();
   return t.sleep_until_done(deadline);
 }
 

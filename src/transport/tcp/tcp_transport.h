@@ -49,7 +49,8 @@ class TcpTransport : public WaitDriver {
   TcpTransport(const TcpTransport&) = delete;
   TcpTransport& operator=(const TcpTransport&) = delete;
 
-  // Retries receives that paused because the mailbox was full.
+  // Retries receives that paused because the mailbox was full, and input
+  // that a driving waiter left in a staging buffer.
   void retry_paused() {
     retry_paused_.store(true);
     wake();
