@@ -41,6 +41,7 @@ TcpConn::TcpConn(TcpTransport* owner, int peer, Fd fd, std::string remote)
                                             (note.empty() ? "" : " (" + note + ")")));
                   },
                   [this](int lost) {
+                    owner_->note_lost(lost);
                     owner_->on_lost_(lost, remote_error("rank " + std::to_string(lost) +
                                                         " was lost (reported by rank " +
                                                         std::to_string(peer_) + ")"));

@@ -332,6 +332,7 @@ void TcpTransport::lose(TcpConn& c, const Status& why) {
   if (!c.mark_lost(why)) return;
   if (shut_down_.load()) return;
   KF_LOG_WARN(why.message());
+  note_lost(c.peer());
   broadcast_abort(c.peer());
   on_lost_(c.peer(), why);
 }
@@ -362,6 +363,11 @@ void TcpTransport::shutdown(const Deadline& deadline) {
   if (progress_.joinable()) {
     // Say goodbye, let the queues drain, and give peers a moment to say goodbye
     // too, so that closing never resets a connection with data still in flight.
+    // A rank that leaves because a peer was lost says so first: a survivor
+    // that waits on this rank then learns the root cause (in stream order,
+    // before the goodbye), not just that this rank left.
+    const int lost = first_lost_.load();
+    if (lost >= 0) broadcast_abort(lost);
     FrameHeader bye;
     bye.type = FrameType::kBye;
     bye.epoch = opts_.epoch;

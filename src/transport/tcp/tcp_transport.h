@@ -103,6 +103,12 @@ class TcpTransport : public WaitDriver {
   void progress_loop();
   void wake();
   void lose(TcpConn& c, const Status& why);
+  // Remembers the first peer known lost (detected here or reported by a
+  // peer): the goodbye repeats it (see shutdown).
+  void note_lost(int peer) {
+    int none = -1;
+    first_lost_.compare_exchange_strong(none, peer);
+  }
   // A read of c failed: a closed stream after goodbye, else a lost peer.
   void on_read_error(TcpConn& c, const Status& st);
   void update_events(TcpConn& c);
@@ -131,6 +137,7 @@ class TcpTransport : public WaitDriver {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> retry_paused_{false};
   std::atomic<bool> shut_down_{false};
+  std::atomic<int> first_lost_{-1};
   uint32_t spin_us_ = 0;  // Transfer::set_spin_us of sends and receives; set in connect_all
 };
 
