@@ -26,7 +26,9 @@ bool Transfer::complete(const Status& st) {
   return true;
 }
 
-bool Transfer::done() const { return done_flag_.load(std::memory_order_acquire); }
+bool Transfer::done() const {
+  return done_flag_.load(std::memory_order_acquire);
+}
 
 Status Transfer::status() const {
   std::lock_guard<std::mutex> lock(mu_);

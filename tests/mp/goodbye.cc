@@ -39,8 +39,9 @@ constexpr double kPromptMs = 2000;
 bool check_prompt_failure(int rank, int gone, kf_status_t st, double ms, const std::string& err) {
   const std::string want = "rank " + std::to_string(gone) + " closed its communicator";
   const bool ok = st == KF_ERR_REMOTE && ms < kPromptMs && err.find(want) != std::string::npos;
-  std::printf("%s goodbye rank %d: receive from rank %d returned %s after %.0f ms (bound %.0f): \"%s\"\n",
-              ok ? "PASS" : "FAIL", rank, gone, kf_status_string(st), ms, kPromptMs, err.c_str());
+  std::printf(
+      "%s goodbye rank %d: receive from rank %d returned %s after %.0f ms (bound %.0f): \"%s\"\n",
+      ok ? "PASS" : "FAIL", rank, gone, kf_status_string(st), ms, kPromptMs, err.c_str());
   return ok;
 }
 
@@ -71,7 +72,8 @@ int legit(kf_comm_t comm, int rank, int size) {
   if (rank == 0) {
     bool ok = true;
     for (int r = 1; r < size; ++r) {
-      for (uint64_t i = 0; i < kCount; ++i) v[i] = static_cast<int32_t>(i * 7 + static_cast<uint64_t>(r));
+      for (uint64_t i = 0; i < kCount; ++i)
+        v[i] = static_cast<int32_t>(i * 7 + static_cast<uint64_t>(r));
       const kf_status_t st = kf_send(comm, v.data(), kCount, KF_INT32, r);
       if (st != KF_SUCCESS) {
         std::printf("FAIL goodbye rank 0: send to rank %d: %s: %s\n", r, kf_status_string(st),
@@ -92,9 +94,9 @@ int legit(kf_comm_t comm, int rank, int size) {
     if (v[i] != static_cast<int32_t>(i * 7 + static_cast<uint64_t>(rank))) ++wrong;
   }
   if (st != KF_SUCCESS || wrong != 0) {
-    std::printf("FAIL goodbye rank %d: receive of data sent before the goodbye: %s, %llu wrong: %s\n",
-                rank, kf_status_string(st), static_cast<unsigned long long>(wrong),
-                kf_comm_last_error(comm));
+    std::printf(
+        "FAIL goodbye rank %d: receive of data sent before the goodbye: %s, %llu wrong: %s\n", rank,
+        kf_status_string(st), static_cast<unsigned long long>(wrong), kf_comm_last_error(comm));
     ok = false;
   }
   // The ranks that stay still talk to each other.
@@ -106,9 +108,10 @@ int legit(kf_comm_t comm, int rank, int size) {
     kf_status_t s2 = rank == 1 ? kf_recv(comm, &theirs, 1, KF_INT32, other)
                                : kf_send(comm, &mine, 1, KF_INT32, other);
     if (s1 != KF_SUCCESS || s2 != KF_SUCCESS || theirs != other * 100) {
-      std::printf("FAIL goodbye rank %d: exchange with rank %d after rank 0 left: %s/%s, got %d: %s\n",
-                  rank, other, kf_status_string(s1), kf_status_string(s2), theirs,
-                  kf_comm_last_error(comm));
+      std::printf(
+          "FAIL goodbye rank %d: exchange with rank %d after rank 0 left: %s/%s, got %d: %s\n",
+          rank, other, kf_status_string(s1), kf_status_string(s2), theirs,
+          kf_comm_last_error(comm));
       ok = false;
     }
   }

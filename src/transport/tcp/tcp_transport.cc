@@ -43,7 +43,9 @@ TcpTransport::TcpTransport(const TcpOptions& opts, Mailbox* mailbox, PeerLostFn 
   conns_.resize(static_cast<size_t>(opts.size));
 }
 
-TcpTransport::~TcpTransport() { shutdown(Deadline::after_ms(0)); }
+TcpTransport::~TcpTransport() {
+  shutdown(Deadline::after_ms(0));
+}
 
 Status TcpTransport::listen(const std::string& ip) {
   uint16_t port = 0;
