@@ -43,6 +43,7 @@
 #include "kungfu/split.h"
 #include "kungfu/sparse.h"
 #include "kungfu/strategy.h"
+#include "kungfu/async.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -123,6 +124,9 @@ KF_API kf_status_t kf_comm_init_from_env(const kf_config_t* config, kf_comm_t* c
  * Destroying NULL is a no-op returning KF_SUCCESS. Destroying the same handle
  * twice is undefined behaviour (it is detected and reported as
  * KF_ERR_INVALID_USAGE when the memory was not reused).
+ * Peers learn of it: over TCP, their operations still waiting for data this
+ * rank never sent fail at once with KF_ERR_REMOTE ("rank N closed its
+ * communicator"); data it sent before is still delivered.
  *
  * @param[in] comm  Communicator to destroy.
  */

@@ -13,6 +13,7 @@
 #include "algo/strategy.h"
 #include "base/status.h"
 #include "bootstrap/rendezvous.h"
+#include "sched/async_engine.h"
 #include "sched/engine.h"
 #include "topo/job_topology.h"
 #include "transport/shm/shm_transport.h"
@@ -73,6 +74,8 @@ class Communicator {
   // Collective, in the order of the blocking calls: every rank passes the
   // same kf_strategy_t value, or every rank fails and keeps the old one.
   Status set_strategy(int requested);
+  // Asynchronous named operations (include/kungfu/async.h).
+  AsyncEngine& async() { return *async_; }
 
  private:
   Communicator(int rank, int size, const CommOptions& opts);
@@ -111,6 +114,8 @@ class Communicator {
   Engine engine_;
   std::unique_ptr<TcpTransport> tcp_;
   std::unique_ptr<ShmTransport> shm_;
+  // After the transports: destroyed first, while they still carry frames.
+  std::unique_ptr<AsyncEngine> async_;
   bool shut_down_ = false;
   std::mutex blocking_mu_;  // serialises blocking calls
   // Shared-memory collectives: used when every rank shares this host.
