@@ -22,7 +22,9 @@
  *
  * Data paths: ranks on the same host (same hostname and boot id) exchange
  * data through shared memory; ranks on different hosts through TCP. Set
- * KF_TRANSPORT=tcp to force TCP everywhere (for testing).
+ * KF_TRANSPORT=tcp to force TCP everywhere (for testing). Across hosts,
+ * all_reduce, broadcast and all_gather of 32 KiB and more run hierarchically
+ * (within hosts, then across, then within): see kungfu/strategy.h.
  *
  * Failures: if a peer dies or closes its communicator mid-operation, the
  * operation fails on the survivors with KF_ERR_REMOTE naming the lost rank
@@ -38,6 +40,9 @@
 #include "kungfu/types.h"
 #include "kungfu/version.h"
 #include "kungfu/topology.h"
+#include "kungfu/split.h"
+#include "kungfu/sparse.h"
+#include "kungfu/strategy.h"
 #include "kungfu/async.h"
 
 #ifdef __cplusplus
@@ -119,6 +124,9 @@ KF_API kf_status_t kf_comm_init_from_env(const kf_config_t* config, kf_comm_t* c
  * Destroying NULL is a no-op returning KF_SUCCESS. Destroying the same handle
  * twice is undefined behaviour (it is detected and reported as
  * KF_ERR_INVALID_USAGE when the memory was not reused).
+ * Peers learn of it: over TCP, their operations still waiting for data this
+ * rank never sent fail at once with KF_ERR_REMOTE ("rank N closed its
+ * communicator"); data it sent before is still delivered.
  *
  * @param[in] comm  Communicator to destroy.
  */

@@ -9,6 +9,7 @@
 #include "algo/ring.h"
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "algo/reduce_kernels.h"
@@ -43,9 +44,13 @@ Status ring_reduce_scatter_core(Peers& p, const RingReduceScatterArgs& a) {
   auto item_step = [&](size_t i) { return static_cast<int>(i / K); };
   auto item_range = [&](size_t i) { return l.chunk(mod(r - item_step(i) - 2, n), i % K); };
 
+  // No more slots than items (one item per rank and chunk is common in the
+  // hierarchical all_reduce's slices), and not zero-filled: the scratch is
+  // allocated per call, and filling 16 chunks would cost more than the data.
+  const size_t window = std::min(kReduceWindow, std::max<size_t>(items, 1));
   const size_t slot_bytes = l.max_chunk() * es;
-  std::vector<char> slots(kReduceWindow * slot_bytes);
-  auto slot = [&](size_t i) { return slots.data() + (i % kReduceWindow) * slot_bytes; };
+  std::unique_ptr<char[]> slots(new char[window * slot_bytes]);
+  auto slot = [&](size_t i) { return slots.get() + (i % window) * slot_bytes; };
 
   std::vector<TransferHandle> recvs(items);
   auto post = [&](size_t i) {
@@ -55,7 +60,7 @@ Status ring_reduce_scatter_core(Peers& p, const RingReduceScatterArgs& a) {
     recvs[i] = p.irecv(left, make_tag(i % K, item_step(i)), slot(i), c.len * es);
   };
 
-  for (size_t i = 0; i + 1 < kReduceWindow; ++i) post(i);
+  for (size_t i = 0; i + 1 < window; ++i) post(i);
 
   // Step 0 sends this rank's own contribution of segment r - 1.
   std::vector<TransferHandle> sends;
@@ -67,7 +72,7 @@ Status ring_reduce_scatter_core(Peers& p, const RingReduceScatterArgs& a) {
 
   for (size_t i = 0; i < items; ++i) {
     // The slot of item i + window - 1 was used by item i - 1, already reduced.
-    post(i + kReduceWindow - 1);
+    post(i + window - 1);
     const Range c = item_range(i);
     if (c.len == 0) continue;
     Status st = p.wait(recvs[i]);

@@ -3,12 +3,14 @@
 // Several communicators may live in one process; there is no singleton.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "algo/collectives.h"
+#include "algo/strategy.h"
 #include "base/status.h"
 #include "bootstrap/rendezvous.h"
 #include "sched/async_engine.h"
@@ -24,6 +26,10 @@ struct CommOptions {
   std::string name = "world";
 };
 
+// KF_STRATEGY and the KF_HIER_* knobs (comm_strategy.cc).
+Strategy strategy_from_knobs();
+StrategyOptions strategy_options_from_knobs();
+
 class Communicator {
  public:
   // Joins the job at `root` as `rank` of `size` ranks (collective).
@@ -38,6 +44,14 @@ class Communicator {
   const std::vector<std::string>& hosts() const { return hosts_; }
   // Layout of the whole job (src/topo), exchanged at init.
   const JobTopology& topology() const { return topology_; }
+
+  // Splits this communicator, collectively over it (MPI_Comm_split): the
+  // ranks that pass the same color >= 0 form a new, fully independent
+  // communicator ordered by (key, rank here); color kNoColor gives none
+  // (*out empty). See sched/communicator_split.cc.
+  static constexpr int kNoColor = -1;
+  Status split(int color, int key, const CommOptions& opts, std::unique_ptr<Communicator>* out);
+  int64_t timeout_ms() const { return opts_.timeout_ms; }
 
   // Says goodbye to the peers and closes connections (bounded by the timeout).
   void shutdown();
@@ -55,12 +69,31 @@ class Communicator {
   Status send(const void* buf, size_t count, kf_dtype_t dt, int peer);
   Status recv(void* buf, size_t count, kf_dtype_t dt, int peer);
 
+  // Strategy of all_reduce, broadcast and all_gather (comm_strategy.cc).
+  Strategy strategy() const { return static_cast<Strategy>(strategy_.load()); }
+  // Collective, in the order of the blocking calls: every rank passes the
+  // same kf_strategy_t value, or every rank fails and keeps the old one.
+  Status set_strategy(int requested);
   // Asynchronous named operations (include/kungfu/async.h).
   AsyncEngine& async() { return *async_; }
 
  private:
   Communicator(int rank, int size, const CommOptions& opts);
+  // A listening socket opened before the ranks know each other: its address
+  // goes into this rank's record.
+  struct Listener {
+    Fd fd;
+    std::string address;
+  };
+  // Set-up in three steps, shared by the rendezvous and the split paths:
+  // open a listener and make this rank's record ("address|host|topology"),
+  // exchange the records (rendezvous server or parent communicator), then
+  // connect to the ranks the records describe (rank order).
   Status connect(const RendezvousPoint& root);
+  static Status open_listener(const std::string& ip, Listener* out);
+  std::string make_record(const std::string& address) const;
+  Status connect_with_records(const std::vector<std::string>& records, Listener listener,
+                              const Deadline& deadline, bool bind_cpus);
   Status run_blocking(const std::string& name, const OpSignature& sig, const Engine::Body& body);
   // Sets up shared memory to the ranks on this host (collective; every rank
   // ends with it or, if any rank failed, all fall back to TCP).
@@ -74,6 +107,7 @@ class Communicator {
   const int size_;
   const CommOptions opts_;
   const AlgoOptions algo_;  // from the KF_ALGO* knobs, read once
+  JobSecret secret_{};  // proves membership to peers; a split inherits it
   std::vector<std::string> hosts_;
   LocalTopology local_topo_;  // this rank's, discovered in create()
   JobTopology topology_;
@@ -91,6 +125,14 @@ class Communicator {
   int arena_next_buffer_ = 0;
   size_t one_shot_bytes_ = 0;
   bool single_copy_ = false;  // peers' buffers readable with process_vm_readv
+  // Strategies (comm_strategy.cc): the knobs, and the host layout built from
+  // topology_ on first use. strategy_ changes only in set_strategy(), between
+  // blocking calls, so every rank reads the same value in each collective.
+  const HostLayout& host_layout();
+  std::atomic<int> strategy_{static_cast<int>(strategy_from_knobs())};
+  const StrategyOptions strategy_opts_ = strategy_options_from_knobs();
+  std::once_flag layout_once_;
+  HostLayout layout_;
 };
 
 }  // namespace kf

@@ -35,7 +35,9 @@ Status Communicator::all_reduce(const void* send, void* recv, size_t count, kf_d
                                 kf_op_t op) {
   const OpSignature s = sig(kAllReduce, count, dt, op, -1);
   return run_blocking("kf.all_reduce", s, [&](Peers& p) {
-    if (use_arena_) {
+    // Read once per operation: set_strategy() runs between blocking calls.
+    const Strategy strat = strategy();
+    if (use_arena_ && (strat == Strategy::kAuto || strat == Strategy::kFlat)) {
       OpArena arena(shm_.get(), &engine_, Deadline::after_ms(opts_.timeout_ms), &arena_next_buffer_,
                     single_copy_);
       Status st = arena_all_reduce(arena, s.digest(), send, recv, count, dt, op, one_shot_bytes_);
@@ -44,14 +46,16 @@ Status Communicator::all_reduce(const void* send, void* recv, size_t count, kf_d
       if (!st.is_ok()) engine_.abort(st);
       return st;
     }
-    return kf::all_reduce(p, algo_, send, recv, count, dt, op);
+    return strategy_all_reduce(p, algo_, strategy_opts_, host_layout(), strat, send, recv, count,
+                               dt, op);
   });
 }
 
 Status Communicator::broadcast(const void* send, void* recv, size_t count, kf_dtype_t dt,
                                int root) {
   return run_blocking("kf.broadcast", sig(kBroadcast, count, dt, -1, root), [&](Peers& p) {
-    return kf::broadcast(p, algo_, send, recv, count, dt, root);
+    return strategy_broadcast(p, algo_, strategy_opts_, host_layout(), strategy(), send, recv,
+                              count, dt, root);
   });
 }
 
@@ -64,7 +68,8 @@ Status Communicator::reduce(const void* send, void* recv, size_t count, kf_dtype
 
 Status Communicator::all_gather(const void* send, void* recv, size_t count, kf_dtype_t dt) {
   return run_blocking("kf.all_gather", sig(kAllGather, count, dt, -1, -1), [&](Peers& p) {
-    return kf::all_gather(p, algo_, send, recv, count, dt);
+    return strategy_all_gather(p, algo_, strategy_opts_, host_layout(), strategy(), send, recv,
+                               count, dt);
   });
 }
 

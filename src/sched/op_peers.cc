@@ -115,7 +115,7 @@ Status OpPeers::wait(const TransferHandle& t) {
                        (t->kind() == Transfer::Kind::kRecv ? "waiting for data from rank "
                                                            : "sending to rank ") +
                        std::to_string(k.peer) + " (chunk " + std::to_string(k.chunk) + ", step " +
-                       std::to_string(k.step) + ")");
+                       std::to_string(k.step) + ")" + silence_note(k.peer));
   } else {
     st = Status(st.code(), "operation '" + name_ + "' #" + std::to_string(display_seq_) + display_suffix_ + ": " + st.message());
   }
@@ -124,6 +124,13 @@ Status OpPeers::wait(const TransferHandle& t) {
   // written into memory that is about to be freed.
   withdraw_outstanding(st);
   return st;
+}
+
+// Which peer went silent, when the transport can tell (TCP liveness pings).
+std::string OpPeers::silence_note(int waited_on) const {
+  if (engine_->transport_ == nullptr) return "";
+  std::string note = engine_->transport_->silence_note(waited_on);
+  return note.empty() ? "" : "; " + note;
 }
 
 void OpPeers::withdraw_outstanding(const Status& why) {

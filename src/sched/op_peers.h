@@ -45,6 +45,7 @@ class OpPeers : public Peers {
 
  private:
   MessageKey key(int peer, Tag tag) const;
+  std::string silence_note(int waited_on) const;
   struct Route {
     ShmTransport* shm = nullptr;
     TcpTransport* tcp = nullptr;

@@ -56,7 +56,7 @@ Status decode_frame_header(const uint8_t in[kFrameHeaderBytes], FrameHeader* out
     return remote_error("unsupported frame version " + std::to_string(version));
   }
   uint16_t type = get16(in + kOffType);
-  if (type < static_cast<uint16_t>(FrameType::kData) || type > static_cast<uint16_t>(FrameType::kBye)) {
+  if (type < static_cast<uint16_t>(FrameType::kData) || type > static_cast<uint16_t>(FrameType::kPing)) {
     return remote_error("unknown frame type " + std::to_string(type));
   }
   FrameHeader h;

@@ -21,6 +21,7 @@ enum class FrameType : uint16_t {
   kData = 1,   // payload of one (operation, chunk, step)
   kAbort = 2,  // the sender lost a peer; `step` holds the lost rank
   kBye = 3,    // the sender destroyed its communicator; no more frames follow
+  kPing = 4,   // liveness: the sender's progress thread runs (sent on idle links)
 };
 
 // Steps from here up are reserved for the engine's control frames (operation

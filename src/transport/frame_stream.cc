@@ -99,6 +99,8 @@ Status FrameReader::on_header() {
     case FrameType::kAbort:
       if (hooks_.on_abort) hooks_.on_abort(static_cast<int>(header_.step));
       return Status::ok();
+    case FrameType::kPing:
+      return Status::ok();  // its arrival is all it says
     case FrameType::kData:
       break;
   }
@@ -153,7 +155,7 @@ void FrameReader::finish() {
   state_ = State::kHeader;
 }
 
-Status FrameReader::pump(ByteSource& src) {
+Status FrameReader::pump(ByteSource& src, const Transfer* until) {
   if (state_ == State::kNeedTarget) {
     KF_RETURN_IF_ERROR(start_payload());
     if (state_ == State::kNeedTarget) return Status::ok();
@@ -162,6 +164,7 @@ Status FrameReader::pump(ByteSource& src) {
     if (state_ == State::kPayload) {
       if (payload_got_ == header_.length) {
         finish();
+        if (until != nullptr && until->done()) return Status::ok();
         continue;
       }
       size_t got = 0;

@@ -74,8 +74,10 @@ class FrameReader {
   FrameReader(int peer, uint32_t epoch, Mailbox* mailbox, Hooks hooks);
 
   // Reads and dispatches frames until the source has nothing more, or the
-  // mailbox is full (then paused() is true; call pump again later).
-  Status pump(ByteSource& src);
+  // mailbox is full (then paused() is true; call pump again later), or
+  // `until` (if not null) is done after a whole frame: a thread that reads
+  // for its own transfer stops there, leaving the rest to others.
+  Status pump(ByteSource& src, const Transfer* until = nullptr);
   bool paused() const { return state_ == State::kNeedTarget; }
 
  private:

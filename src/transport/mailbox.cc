@@ -139,11 +139,17 @@ void Mailbox::finish(const Incoming& in) {
 }
 
 void Mailbox::post(const TransferHandle& t) {
+  t->set_spin_us(recv_spin_us_.load(std::memory_order_relaxed));
+  t->set_driver(recv_driver_.load(std::memory_order_acquire));
   std::shared_ptr<Stash> ready;
+  Status gone;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = unexpected_.find(t->key());
-    if (it == unexpected_.end()) {
+    auto dep = it == unexpected_.end() ? departed_.find(t->key().peer) : departed_.end();
+    if (dep != departed_.end()) {
+      gone = dep->second;
+    } else if (it == unexpected_.end()) {
       posted_[t->key()] = t;
     } else if (!it->second->complete) {
       it->second->claimer = t;
@@ -152,6 +158,10 @@ void Mailbox::post(const TransferHandle& t) {
       unexpected_.erase(it);
       unexpected_bytes_ -= ready->len;
     }
+  }
+  if (!gone.is_ok()) {
+    t->cancel(gone);
+    return;
   }
   if (ready) fill_from_stash(t, *ready);
   on_space_();
@@ -200,6 +210,33 @@ void Mailbox::fail_all(const Status& why) {
     }
   }
   for (auto& t : victims) t->cancel(why);
+}
+
+void Mailbox::peer_departed(int peer, const Status& why) {
+  std::vector<TransferHandle> victims;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int p : indirect_) {
+      if (p == peer) return;
+    }
+    departed_.emplace(peer, why);
+    for (auto it = posted_.begin(); it != posted_.end();) {
+      if (it->first.peer == peer) {
+        victims.push_back(std::move(it->second));
+        it = posted_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    // A stash still arriving from this peer cannot exist: its frame came
+    // before the goodbye on the same stream and is complete.
+  }
+  for (auto& t : victims) t->cancel(why);
+}
+
+void Mailbox::set_indirect_peers(std::vector<int> peers) {
+  std::lock_guard<std::mutex> lock(mu_);
+  indirect_ = std::move(peers);
 }
 
 size_t Mailbox::unexpected_bytes() const {

@@ -4,11 +4,13 @@
 // every transport of a communicator; all methods are thread safe.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "transport/frame.h"
 #include "transport/transfer.h"
@@ -49,7 +51,27 @@ class Mailbox {
   // Fails every posted receive with `why` (the communicator broke).
   void fail_all(const Status& why);
 
+  // `peer` said goodbye: its goodbye is the last frame of its stream, so
+  // every message it sent has arrived, and a receive from it that finds no
+  // stored message can never complete. Fails such receives, posted now or
+  // later, with `why` (at once, not after the operation timeout). Messages
+  // already stored are still delivered, so a peer that finished its part
+  // fails nothing.
+  void peer_departed(int peer, const Status& why);
+  // Peers whose messages do not travel on the stream that carries their
+  // goodbye (shared memory: bytes may still wait in a ring when the TCP
+  // goodbye arrives). Their goodbyes fail nothing; they keep the timeout.
+  void set_indirect_peers(std::vector<int> peers);
+
   size_t unexpected_bytes() const;
+
+  // How receives posted from now on are waited for: polled `spin_us`, then
+  // driven by `driver` if not null (Transfer::set_spin_us, set_driver). Set
+  // by the transport that completes them; cleared before it goes away.
+  void set_recv_wait(uint32_t spin_us, WaitDriver* driver) {
+    recv_spin_us_.store(spin_us);
+    recv_driver_.store(driver);
+  }
 
   // Sees every frame whose step is >= kControlStepFirst before it is
   // matched; returning true consumes it (it must have no payload). Called
@@ -69,6 +91,10 @@ class Mailbox {
   std::unordered_map<MessageKey, TransferHandle, MessageKeyHash> posted_;
   std::unordered_map<MessageKey, std::shared_ptr<Stash>, MessageKeyHash> unexpected_;
   size_t unexpected_bytes_ = 0;
+  std::unordered_map<int, Status> departed_;  // peer -> why its receives fail
+  std::vector<int> indirect_;
+  std::atomic<uint32_t> recv_spin_us_{0};
+  std::atomic<WaitDriver*> recv_driver_{nullptr};
 };
 
 // An unexpected message: its payload, and the receive that claimed it while

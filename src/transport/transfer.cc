@@ -1,6 +1,15 @@
 #include "transport/transfer.h"
 
+#include <chrono>
+
 #include "transport/shm/doorbell.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define KF_TRANSFER_RELAX() _mm_pause()
+#else
+#define KF_TRANSFER_RELAX() ((void)0)
+#endif
 
 namespace kf {
 
@@ -10,6 +19,7 @@ bool Transfer::complete(const Status& st) {
     if (done_) return false;
     done_ = true;
     status_ = st;
+    done_flag_.store(true, std::memory_order_release);
   }
   cv_.notify_all();
   if (bell_ != nullptr) bell_->ring();
@@ -17,8 +27,7 @@ bool Transfer::complete(const Status& st) {
 }
 
 bool Transfer::done() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return done_;
+  return done_flag_.load(std::memory_order_acquire);
 }
 
 Status Transfer::status() const {
@@ -27,6 +36,19 @@ Status Transfer::status() const {
 }
 
 Status Transfer::wait(const Deadline& deadline) {
+  if (spin_us_ > 0 && !done()) {
+    // Bounded: after spin_us_ the waiter sleeps like any other.
+    const auto until = Clock::now() + std::chrono::microseconds(spin_us_);
+    for (unsigned polls = 1; !done(); ++polls) {
+      KF_TRANSFER_RELAX();
+      if ((polls & 63) == 0 && Clock::now() >= until) break;
+    }
+  }
+  if (driver_ != nullptr && !done()) return driver_->drive(*this, deadline);
+  return sleep_until_done(deadline);
+}
+
+Status Transfer::sleep_until_done(const Deadline& deadline) {
   std::unique_lock<std::mutex> lock(mu_);
   if (deadline.is_never()) {
     cv_.wait(lock, [&] { return done_; });

@@ -3,6 +3,7 @@
 // waited for by the algorithm that posted it.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -40,6 +41,17 @@ struct MessageKeyHash {
   }
 };
 
+class Transfer;
+
+// Something that can move a transfer's bytes on the waiting thread itself
+// (the TCP transport reading the peer's socket), so that a completion costs
+// no hand-off from a progress thread. drive() returns like Transfer::wait.
+class WaitDriver {
+ public:
+  virtual ~WaitDriver() = default;
+  virtual Status drive(Transfer& t, const Deadline& deadline) = 0;
+};
+
 class Transfer {
  public:
   enum class Kind { kSend, kRecv };
@@ -58,13 +70,27 @@ class Transfer {
   bool complete(const Status& st);
   bool done() const;
   // Waits until done or until the deadline; then returns the final status,
-  // or KF_ERR_TIMEOUT if still pending.
+  // or KF_ERR_TIMEOUT if still pending. Polls for spin_us() first (see
+  // set_spin_us), then lets the driver work, if any, else sleeps.
   Status wait(const Deadline& deadline);
+  // The plain wait: sleeps on the condition variable, no polling, no driver.
+  Status sleep_until_done(const Deadline& deadline);
   Status status() const;
 
   // Rings `bell` on completion (after waking cv waiters), for waiters that
   // sleep on a doorbell rather than on this transfer. Set before posting.
   void set_bell(Doorbell* bell) { bell_ = bell; }
+
+  // A waiter polls the done flag this long before it sleeps on the
+  // condition variable: a transfer that completes on a progress thread
+  // within the spin costs no wake-up of the waiter (a futex wake and a
+  // context switch, tens of microseconds on a busy host). The transport
+  // sets it when posting; 0 (never spin) when ranks outnumber the cores,
+  // where polling would take the core from the thread that completes it.
+  void set_spin_us(uint32_t us) { spin_us_ = us; }
+  uint32_t spin_us() const { return spin_us_; }
+  // wait() hands the waiting thread to `driver` after the spin. Set before posting.
+  void set_driver(WaitDriver* driver) { driver_ = driver; }
 
   // Serialises writes into a receive buffer with cancellation: the progress
   // thread copies payload only while holding io_mutex() and only when
@@ -85,6 +111,9 @@ class Transfer {
   std::condition_variable cv_;
   bool done_ = false;
   Status status_;
+  std::atomic<bool> done_flag_{false};  // done_, readable without mu_
+  uint32_t spin_us_ = 0;
+  WaitDriver* driver_ = nullptr;
 
   Doorbell* bell_ = nullptr;
 

@@ -9,7 +9,12 @@
 #   mpirun PROG MPIRUN     PROG (mp_conformance --no-big) under OpenMPI's
 #                     mpirun with a hostfile on 2 hosts x 2 ranks (KF_ROOT_ADDR
 #                     given, the rest from mpirun's environment)
+#   split PROG K M    PROG (split_mp) on K hosts x M ranks: split_host and
+#                     split_cross have the right members, collectives exact
 #   cleanup           nothing is left after SIGTERM and SIGKILL of cluster.sh
+#   switch PROG K M   PROG (mp_strategy_switch) on K x M: every rank prints PASS
+# KF_CLUSTER_ENV="VAR=VALUE ..." in the test's environment is passed to the
+# ranks (kfrun -x) in the conformance and switch tests (e.g. KF_STRATEGY).
 # Exit 77 (ctest skip) when this machine cannot create namespaces.
 set -euo pipefail
 
@@ -45,6 +50,10 @@ run_cluster() {
   fi
 }
 
+# kfrun -x arguments for KF_CLUSTER_ENV.
+env_args=()
+for kv in ${KF_CLUSTER_ENV:-}; do env_args+=(--kfrun-arg=-x "--kfrun-arg=$kv"); done
+
 # The cluster ID from cluster.sh's banner.
 cluster_id() { sed -n 's/^kft-cluster: cluster \([0-9a-f]*\):.*/\1/p' "$work/err" | head -n 1; }
 
@@ -69,12 +78,26 @@ case $test_name in
     k=$5 m=$6
     start=$(date +%s)
     run_cluster --kfrun-arg=--timeout --kfrun-arg=200 --kfrun-arg=-x --kfrun-arg=KF_TIMEOUT_MS=30000 \
-      "$k" "$m" -- "$PROG" --np $((k * m)) "${@:7}"
+      "${env_args[@]}" "$k" "$m" -- "$PROG" --np $((k * m)) "${@:7}"
     [[ $rc -eq 0 ]] || fail "conformance on $k x $m exited with $rc"
     grep -Eq "^\[0\] [0-9]+ passed, 0 failed" "$work/out" || fail "no summary line from rank 0"
     cat "$work/err" >&2
     expect_gone "$(cluster_id)"
-    echo "conformance on $k x $m hosts: $(grep -E '^\[0\] [0-9]+ passed' "$work/out") in $(( $(date +%s) - start )) s"
+    echo "conformance on $k x $m hosts ${KF_CLUSTER_ENV:-}: $(grep -E '^\[0\] [0-9]+ passed' "$work/out") in $(( $(date +%s) - start )) s"
+    ;;
+
+  switch)
+    k=$5 m=$6
+    run_cluster --kfrun-arg=--timeout --kfrun-arg=100 --kfrun-arg=-x --kfrun-arg=KF_TIMEOUT_MS=30000 \
+      "${env_args[@]}" "$k" "$m" -- "$PROG"
+    [[ $rc -eq 0 ]] || fail "strategy switch on $k x $m exited with $rc"
+    for r in $(seq 0 $((k * m - 1))); do
+      grep -Eq "^\[$r\] PASS strategy_switch rank $r: [0-9]+ checks, 0 failed" "$work/out" ||
+        fail "no PASS line from rank $r"
+    done
+    grep -E "^\[0\] (rank 0: mismatched|PASS)" "$work/out"
+    cat "$work/err" >&2
+    expect_gone "$(cluster_id)"
     ;;
 
   hosts)
@@ -121,6 +144,19 @@ case $test_name in
     for h in 1 2; do
       sent=$(sed -n "s/^kft-cluster: host $h: link sent \([0-9]*\) bytes.*/\1/p" "$work/err")
       [[ -n $sent && $sent -gt 100000 ]] || fail "host $h sent ${sent:-?} bytes over its link, expected > 100 kB"
+    done
+    cat "$work/err" >&2
+    expect_gone "$(cluster_id)"
+    ;;
+
+  split)
+    # PROG is split_mp: split_host and split_cross on K hosts x M ranks.
+    k=$5 m=$6
+    run_cluster --kfrun-arg=--timeout --kfrun-arg=100 --kfrun-arg=-x --kfrun-arg=KF_TIMEOUT_MS=30000 \
+      "$k" "$m" -- "$PROG" cluster "$k" "$m"
+    [[ $rc -eq 0 ]] || fail "split_mp cluster on $k x $m exited with $rc"
+    for r in $(seq 0 $((k * m - 1))); do
+      grep -q "^\[$r\] \[$r\] split_mp cluster: all checks passed" "$work/out" || fail "rank $r did not pass"
     done
     cat "$work/err" >&2
     expect_gone "$(cluster_id)"

@@ -105,7 +105,10 @@ struct ShmTransport::Conn {
 ShmTransport::ShmTransport(const ShmOptions& opts, Mailbox* mailbox)
     : opts_(opts), mailbox_(mailbox) {}
 
-ShmTransport::~ShmTransport() = default;
+ShmTransport::~ShmTransport() {
+  // Without shared memory, TCP carries these peers' bytes again.
+  if (!segment_of_local_.empty()) mailbox_->set_indirect_peers({});
+}
 
 std::string ShmTransport::segment_name(int rank) const {
   return "/kf-" + opts_.tag + "-" + std::to_string(rank);
@@ -281,6 +284,9 @@ Status ShmTransport::map_peers() {
     segment_of_local_[static_cast<size_t>(local_index(r))] = seg.data();
     peer_segments_.push_back(std::move(seg));
   }
+  // Same-host peers' bytes come through the rings, not the TCP stream that
+  // carries their goodbye: the mailbox must not fail their receives on it.
+  mailbox_->set_indirect_peers(opts_.local_ranks);
   return Status::ok();
 }
 

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "transport/tcp/tcp_transport.h"
@@ -21,6 +22,7 @@ constexpr size_t kDirectReadBytes = 64 * 1024;
 
 TcpConn::TcpConn(TcpTransport* owner, int peer, Fd fd, std::string remote)
     : owner_(owner), peer_(peer), fd_(std::move(fd)), remote_(std::move(remote)),
+      last_heard_ms_(now_ms()), last_sent_ms_(now_ms()),
       reader_(peer, owner->opts_.epoch, owner->mailbox_,
               FrameReader::Hooks{
                   [this] {
@@ -28,13 +30,29 @@ TcpConn::TcpConn(TcpTransport* owner, int peer, Fd fd, std::string remote)
                     // Only an open connection departs; a lost one stays lost.
                     State open = State::kOpen;
                     state_.compare_exchange_strong(open, State::kDeparted);
+                    // Everything the peer sent has been read: a receive
+                    // from it that is still waiting never completes.
+                    // It may have left because it timed out on a rank
+                    // that went silent: say which.
+                    std::string note = owner_->silence_note(-1);
+                    owner_->mailbox_->peer_departed(
+                        peer_, remote_error("rank " + std::to_string(peer_) +
+                                            " closed its communicator" +
+                                            (note.empty() ? "" : " (" + note + ")")));
                   },
                   [this](int lost) {
+                    owner_->note_lost(lost);
                     owner_->on_lost_(lost, remote_error("rank " + std::to_string(lost) +
                                                         " was lost (reported by rank " +
                                                         std::to_string(peer_) + ")"));
                   }}),
       stage_(kStageBytes) {}
+
+int64_t TcpConn::now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 Status TcpConn::write_some(const iovec* iov, int iovcnt, size_t* written) {
   msghdr msg;
@@ -45,6 +63,7 @@ Status TcpConn::write_some(const iovec* iov, int iovcnt, size_t* written) {
     ssize_t w = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (w >= 0) {
       *written = static_cast<size_t>(w);
+      if (w > 0) last_sent_ms_.store(now_ms(), std::memory_order_relaxed);
       return Status::ok();
     }
     if (errno == EINTR) continue;
@@ -70,6 +89,7 @@ Status TcpConn::read_some(char* dst, size_t cap, size_t* got) {
     ssize_t n = ::recv(fd_.get(), direct ? dst : stage_.data(), direct ? cap : stage_.size(),
                        MSG_DONTWAIT);
     if (n > 0) {
+      last_heard_ms_.store(now_ms(), std::memory_order_relaxed);
       if (direct) {
         *got = static_cast<size_t>(n);
       } else {
@@ -93,7 +113,8 @@ void TcpConn::update_events_locked() {
   if (state_.load() == State::kLost) return;
   epoll_event ev;
   std::memset(&ev, 0, sizeof(ev));
-  ev.events = (read_paused_ ? 0u : uint32_t(EPOLLIN)) | (want_out_ ? uint32_t(EPOLLOUT) : 0u);
+  ev.events = (read_paused_ || driven_ ? 0u : uint32_t(EPOLLIN)) |
+              (want_out_ ? uint32_t(EPOLLOUT) : 0u);
   ev.data.u32 = static_cast<uint32_t>(peer_);
   ::epoll_ctl(owner_->epoll_fd_.get(), EPOLL_CTL_MOD, fd_.get(), &ev);
 }
@@ -181,9 +202,16 @@ void TcpConn::detach_while_paused() {
   if (state_.load() != State::kLost) ::epoll_ctl(owner_->epoll_fd_.get(), EPOLL_CTL_DEL, fd_.get(), nullptr);
 }
 
-Status TcpConn::on_readable() {
+void TcpConn::set_driven(bool driven) {
+  std::lock_guard<std::mutex> lock(send_mu_);
+  if (driven_ == driven) return;
+  driven_ = driven;
+  update_events_locked();
+}
+
+Status TcpConn::on_readable(const Transfer* until) {
   bool was_paused = reader_.paused();
-  KF_RETURN_IF_ERROR(reader_.pump(*this));
+  KF_RETURN_IF_ERROR(reader_.pump(*this, until));
   bool now_paused = reader_.paused();
   if (was_paused != now_paused) {
     std::lock_guard<std::mutex> lock(send_mu_);

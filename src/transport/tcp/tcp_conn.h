@@ -1,6 +1,7 @@
 // One authenticated TCP connection to a peer: a send queue written by
-// whichever thread holds send_mu_, and a frame reader run only by the
-// transport's progress thread. The socket is the ByteSink and ByteSource of
+// whichever thread holds send_mu_, and a frame reader run by whichever
+// thread holds reader_mu_ (the transport's progress thread, or a thread
+// waiting for a receive from this peer). The socket is the ByteSink and ByteSource of
 // the shared framing code (transport/frame_stream.h).
 #pragma once
 
@@ -33,10 +34,27 @@ class TcpConn : private ByteSink, private ByteSource {
   void cancel(const TransferHandle& t, const Status& why);
   // Progress thread, on EPOLLOUT.
   void on_writable();
-  // Progress thread, on EPOLLIN or to retry a paused receive. Returns an
-  // error when the connection must be dropped.
-  Status on_readable();
+  // Reads and dispatches what the socket has. The caller holds
+  // reader_mutex(): the progress thread (on EPOLLIN, or to retry a paused
+  // receive) or a thread waiting for a receive from this peer (driving).
+  // Returns an error when the connection must be dropped.
+  // With `until`, stops after the frame that completes it.
+  Status on_readable(const Transfer* until = nullptr);
   bool paused() const { return reader_.paused(); }
+  // Input the socket no longer reports: a paused frame, or bytes left in
+  // the staging buffer by a reader that stopped early. Caller holds reader_mutex().
+  bool needs_pump() const { return reader_.paused() || stage_pos_ < stage_end_; }
+  std::mutex& reader_mutex() { return reader_mu_; }
+  // While a waiting thread drives the reader, epoll does not watch for
+  // input (the progress thread would only find the reader busy).
+  void set_driven(bool driven);
+
+  // Milliseconds (steady clock) when bytes last arrived from / were last
+  // written to this peer: liveness for the transport's pings and for naming
+  // a peer that went silent.
+  int64_t last_heard_ms() const { return last_heard_ms_.load(std::memory_order_relaxed); }
+  int64_t last_sent_ms() const { return last_sent_ms_.load(std::memory_order_relaxed); }
+  static int64_t now_ms();
 
   // Closes the connection and fails what is queued. Returns false if it was already lost.
   bool mark_lost(const Status& why);
@@ -59,13 +77,17 @@ class TcpConn : private ByteSink, private ByteSource {
   const std::string remote_;
   std::atomic<State> state_{State::kOpen};
   std::atomic<bool> bye_received_{false};
+  std::atomic<int64_t> last_heard_ms_;
+  std::atomic<int64_t> last_sent_ms_;
 
   std::mutex send_mu_;
   SendQueue queue_;           // guarded by send_mu_
   bool want_out_ = false;     // guarded by send_mu_
   bool read_paused_ = false;  // guarded by send_mu_
+  bool driven_ = false;       // guarded by send_mu_
 
-  // Receive side: progress thread only.
+  // Receive side: whoever holds reader_mu_.
+  std::mutex reader_mu_;
   FrameReader reader_;
   std::vector<char> stage_;
   size_t stage_pos_ = 0, stage_end_ = 0;

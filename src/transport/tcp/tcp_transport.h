@@ -3,9 +3,10 @@
 //
 // Sends are queued per peer and written by the caller when the socket has
 // room (no thread hand-off for small messages), else by the progress thread.
-// Receives are read by the progress thread into a staging buffer and handed
-// to the Mailbox, which puts each payload straight into the posted receive
-// buffer when there is one. The progress thread blocks in epoll_wait when
+// Receives are read into a staging buffer and handed to the Mailbox, which
+// puts each payload straight into the posted receive buffer when there is
+// one; the reader is the thread that waits for a receive from that peer
+// (drive()), else the progress thread. The progress thread blocks in epoll_wait when
 // there is nothing to do, so an idle communicator costs no CPU.
 #pragma once
 
@@ -36,7 +37,7 @@ struct TcpOptions {
 
 class TcpConn;
 
-class TcpTransport {
+class TcpTransport : public WaitDriver {
  public:
   // Called when a peer is lost (its connection broke, or another peer reported
   // it), from the progress thread or a sending thread: `why` names it. The
@@ -44,11 +45,12 @@ class TcpTransport {
   using PeerLostFn = std::function<void(int peer, const Status& why)>;
 
   TcpTransport(const TcpOptions& opts, Mailbox* mailbox, PeerLostFn on_lost);
-  ~TcpTransport();
+  ~TcpTransport() override;
   TcpTransport(const TcpTransport&) = delete;
   TcpTransport& operator=(const TcpTransport&) = delete;
 
-  // Retries receives that paused because the mailbox was full.
+  // Retries receives that paused because the mailbox was full, and input
+  // that a driving waiter left in a staging buffer.
   void retry_paused() {
     retry_paused_.store(true);
     wake();
@@ -56,6 +58,10 @@ class TcpTransport {
 
   // Opens the listening socket on `ip` (any port) and starts accepting.
   Status listen(const std::string& ip);
+  // The same with a socket that already listens at `address` ("ip:port"):
+  // it was opened before this rank knew its rank (communicator split), and
+  // peers that dialled it meanwhile wait in its backlog.
+  Status adopt_listener(Fd fd, const std::string& address);
   // "ip:port" that peers dial.
   std::string address() const { return address_; }
 
@@ -73,6 +79,18 @@ class TcpTransport {
   // Tells every live peer that `lost` is gone (an abort frame).
   void broadcast_abort(int lost);
 
+  // WaitDriver: a thread waiting for a receive from a peer reads that
+  // peer's socket itself while no other thread does (poll(2) on it, in
+  // short slices so that a failure completing the transfer elsewhere is
+  // seen), instead of sleeping until the progress thread hands it over.
+  Status drive(Transfer& t, const Deadline& deadline) override;
+
+  // Names a peer that has gone silent (nothing heard for several ping
+  // intervals, though an idle link carries a ping every kPingMs: its
+  // process is stopped or hung), for the text of an error that waited on
+  // `waited_on` (-1: none). Empty when every peer was heard from recently.
+  std::string silence_note(int waited_on) const;
+
   // Says goodbye to every peer, flushes what is queued and closes, waiting at
   // most until the deadline. Idempotent.
   void shutdown(const Deadline& deadline);
@@ -85,7 +103,19 @@ class TcpTransport {
   void progress_loop();
   void wake();
   void lose(TcpConn& c, const Status& why);
+  // Remembers the first peer known lost (detected here or reported by a
+  // peer): the goodbye repeats it (see shutdown).
+  void note_lost(int peer) {
+    int none = -1;
+    first_lost_.compare_exchange_strong(none, peer);
+  }
+  // A read of c failed: a closed stream after goodbye, else a lost peer.
+  void on_read_error(TcpConn& c, const Status& st);
   void update_events(TcpConn& c);
+  // Progress thread: pings every open peer that we sent nothing to lately.
+  void ping_idle_links();
+  // Sets the polling time of waiters (KF_TCP_SPIN_US, 0 when oversubscribed).
+  void choose_spin(const std::vector<std::string>& addresses);
 
   const TcpOptions opts_;
   Mailbox* const mailbox_;
@@ -107,6 +137,8 @@ class TcpTransport {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> retry_paused_{false};
   std::atomic<bool> shut_down_{false};
+  std::atomic<int> first_lost_{-1};
+  uint32_t spin_us_ = 0;  // Transfer::set_spin_us of sends and receives; set in connect_all
 };
 
 }  // namespace kf

@@ -1,0 +1,230 @@
+// MSTopK on the CPU: one pass for mean(|x|) and max(|x|), count-only passes
+// driven by the threshold search (topk_search.h), one pass that writes.
+//
+// Once the lower bound of the bracket holds at most 1/16 of x, every later
+// probe and the final selection only see the elements at or above it, so
+// they are copied out (value and index, by the probe that finds that bound)
+// and the remaining rounds count over the copy, which is copied again each
+// time a new bound leaves at most half of it. The result is the same as
+// counting over x every time; on the usual gradient shapes this leaves two
+// passes over x (mean/max and the first probe) instead of one per round.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sparse/topk.h"
+#include "sparse/topk_common.h"
+#include "sparse/topk_kernels.h"
+#include "sparse/topk_search.h"
+
+namespace kf {
+namespace {
+
+using topk::block_count;
+using topk::kBlock;
+
+// What the passes read: x itself, or the copied candidates with their indices.
+struct Source {
+  const float* values;
+  const uint32_t* indices;  // null: the index is the position
+  size_t n;
+
+  size_t block_size(size_t b) const { return std::min(kBlock, n - b * kBlock); }
+};
+
+// counts[b] = the number of elements of block b with key >= t; returns the sum.
+uint64_t count_blocks(const topk::TopkKernels& kern, const Source& src, uint32_t t, int threads,
+                      std::vector<uint64_t>* counts) {
+  counts->assign(block_count(src.n), 0);
+  topk::for_blocks(counts->size(), threads, [&](size_t b) {
+    (*counts)[b] = kern.count_ge(src.values + b * kBlock, src.block_size(b), t);
+  });
+  uint64_t total = 0;
+  for (uint64_t c : *counts) total += c;
+  return total;
+}
+
+// Writes what kern.select() picks from src, given the per-block counts at t1
+// (above) and at t2 (above + band); every block knows where its output and its
+// band ordinals start from the counts alone, so the blocks run in parallel.
+void select_all(const topk::TopkKernels& kern, const Source& src,
+                const std::vector<uint64_t>& above, const std::vector<uint64_t>& at_t2, uint32_t t1,
+                uint32_t t2, uint64_t win_lo, uint64_t win_hi, int threads, float* values,
+                uint32_t* indices) {
+  const size_t blocks = block_count(src.n);
+  std::vector<uint64_t> band_start(blocks), out_start(blocks);
+  uint64_t band = 0, out = 0;
+  for (size_t b = 0; b < blocks; ++b) {
+    band_start[b] = band;
+    out_start[b] = out;
+    const uint64_t in_band = at_t2[b] - above[b];
+    const uint64_t lo = std::max(band, win_lo), hi = std::min(band + in_band, win_hi);
+    out += above[b] + (hi > lo ? hi - lo : 0);
+    band += in_band;
+  }
+  topk::for_blocks(blocks, threads, [&](size_t b) {
+    kern.select(src.values + b * kBlock,
+                src.indices != nullptr ? src.indices + b * kBlock : nullptr, b * kBlock,
+                src.block_size(b), t1, t2, band_start[b], win_lo, win_hi, values, indices,
+                out_start[b]);
+  });
+}
+
+// The candidates copied out of x: values and indices of the elements with
+// key >= t2, in index order.
+struct Candidates {
+  std::unique_ptr<float[]> values;  // not value-initialised: only written parts are touched
+  std::unique_ptr<uint32_t[]> indices;
+  size_t n = 0;
+};
+
+// A probe over x that also copies the elements with key >= t, in case t
+// becomes the lower bound with few enough of them: the copy is then made from
+// blocks the count has just brought into cache, instead of in a pass of its
+// own. Each part (range of blocks) copies into its own region while that
+// holds at most about 1/8 of its elements, and only counts once it would
+// overflow; *copy gets the candidates if every part kept copying.
+uint64_t count_and_copy(const topk::TopkKernels& kern, const float* x, size_t d, uint32_t t,
+                        int threads, std::vector<uint64_t>* counts, Candidates* copy) {
+  const size_t blocks = block_count(d);
+  const size_t parts = topk::part_count(blocks, threads);
+  std::vector<size_t> offset(parts + 1, 0), filled(parts, 0);
+  std::vector<char> kept(parts, 1);
+  for (size_t p = 0; p < parts; ++p) {
+    const size_t begin = blocks * p / parts, end = blocks * (p + 1) / parts;
+    const size_t elements = std::min(end * kBlock, d) - begin * kBlock;
+    offset[p + 1] = offset[p] + elements / 8 + kBlock;
+  }
+  copy->values.reset(new float[offset[parts]]);
+  copy->indices.reset(new uint32_t[offset[parts]]);
+  copy->n = 0;
+  counts->assign(blocks, 0);
+  topk::for_block_ranges(blocks, threads, [&](size_t p, size_t begin, size_t end) {
+    const size_t room = offset[p + 1] - offset[p];
+    for (size_t b = begin; b < end; ++b) {
+      const float* xb = x + b * kBlock;
+      const size_t len = std::min(kBlock, d - b * kBlock);
+      if (kept[p] && room - filled[p] >= len) {
+        const size_t at = offset[p] + filled[p];
+        (*counts)[b] = kern.compact(xb, len, t, b * kBlock, copy->values.get() + at,
+                                    copy->indices.get() + at, room - filled[p]);
+        filled[p] += (*counts)[b];
+      } else {
+        kept[p] = 0;
+        (*counts)[b] = kern.count_ge(xb, len, t);
+      }
+    }
+  });
+  uint64_t total = 0;
+  for (uint64_t c : *counts) total += c;
+  if (std::find(kept.begin(), kept.end(), 0) != kept.end()) {
+    copy->values.reset();
+    copy->indices.reset();
+    return total;
+  }
+  // Close the gaps between the parts' regions (each moves down, in order).
+  for (size_t p = 0; p < parts; ++p) {
+    std::memmove(copy->values.get() + copy->n, copy->values.get() + offset[p],
+                 filled[p] * sizeof(float));
+    std::memmove(copy->indices.get() + copy->n, copy->indices.get() + offset[p],
+                 filled[p] * sizeof(uint32_t));
+    copy->n += filled[p];
+  }
+  return total;
+}
+
+std::vector<uint64_t> block_sizes(const Source& src) {
+  std::vector<uint64_t> sizes(block_count(src.n));
+  for (size_t b = 0; b < sizes.size(); ++b) sizes[b] = src.block_size(b);
+  return sizes;
+}
+
+}  // namespace
+
+Status mstopk(const float* x, size_t d, size_t k, const TopkOptions& options, float* values,
+              uint32_t* indices) {
+  KF_RETURN_IF_ERROR(topk::check_args("mstopk", x, d, k, values, indices));
+  if (options.rounds < 0) {
+    return invalid_argument("mstopk: rounds = " + std::to_string(options.rounds) + " is negative");
+  }
+  if (options.threads < 0 || options.threads > 1024) {
+    return invalid_argument("mstopk: threads = " + std::to_string(options.threads) +
+                            " is not in [0, 1024] (0 = automatic)");
+  }
+  if (d == 0 || k == 0) return Status::ok();
+
+  const topk::TopkKernels& kern = topk::topk_kernels();
+  const size_t blocks = block_count(d);
+  const int threads = topk::thread_count(options.threads, blocks);
+  Source src{x, nullptr, d};
+
+  // Pass 1: mean and max of |x| (and the NaN/Inf check: their keys are the largest).
+  std::vector<double> sums(blocks);
+  std::vector<uint32_t> maxima(blocks);
+  topk::for_blocks(blocks, threads, [&](size_t b) {
+    kern.stats(x + b * kBlock, src.block_size(b), &sums[b], &maxima[b]);
+  });
+  const uint32_t max_key = *std::max_element(maxima.begin(), maxima.end());
+  if (max_key >= topk::kInfKey) return topk::non_finite_error("mstopk", x, d);
+  if (k >= d) {
+    topk::copy_all(x, d, values, indices);
+    return Status::ok();
+  }
+  double total = 0.0;
+  for (double s : sums) total += s;  // in block order: the same for every thread count
+  const uint32_t mean_key = topk::key_of(static_cast<float>(total / static_cast<double>(d)));
+
+  // The search. above / at_t2 hold the per-block counts at the bracket's t1
+  // and t2 over the current source.
+  topk::ThresholdSearch search(d, k, mean_key, max_key, options.rounds);
+  std::vector<uint64_t> above(blocks, 0), at_t2 = block_sizes(src), counts;
+  Candidates cand, spec;
+  int src_threads = threads;
+  uint32_t t = 0;
+  while (search.next(&t)) {
+    const bool copied = cand.values != nullptr;
+    const uint64_t n = copied ? count_blocks(kern, src, t, src_threads, &counts)
+                              : count_and_copy(kern, x, d, t, threads, &counts, &spec);
+    search.report(t, n);
+    (n <= k ? above : at_t2).swap(counts);
+    // A new lower bound with few enough elements: from now on only they
+    // matter. The copy from x (at most 1/16 of it, the room the probe's copy
+    // has) was made by the probe. A copy from candidates is a second pass over
+    // them, worth it once it halves what each remaining round reads.
+    if (n <= k || n > (copied ? src.n / 2 : src.n / 16)) continue;
+    if (!copied) {
+      if (spec.values == nullptr) continue;
+      cand = std::move(spec);
+    } else {
+      Candidates next;
+      next.values.reset(new float[n]);
+      next.indices.reset(new uint32_t[n]);
+      next.n = n;
+      select_all(kern, src, at_t2, at_t2, t, t, 0, 0, src_threads, next.values.get(),
+                 next.indices.get());
+      cand = std::move(next);
+    }
+    src = Source{cand.values.get(), cand.indices.get(), cand.n};
+    src_threads = topk::thread_count(options.threads, block_count(src.n));
+    at_t2 = block_sizes(src);
+    const topk::Bracket& br = search.bracket();
+    if (br.k1 == 0) {
+      above.assign(at_t2.size(), 0);
+    } else {
+      count_blocks(kern, src, br.t1, src_threads, &above);
+    }
+  }
+
+  // Everything at or above t1, then k - k1 consecutive band elements from a
+  // seeded start.
+  const topk::Bracket& br = search.bracket();
+  const uint64_t need = k - br.k1;
+  const uint64_t start = need > 0 ? topk::window_start(options.seed, br.k2 - br.k1, need) : 0;
+  select_all(kern, src, above, at_t2, br.t1, br.t2, start, start + need, src_threads, values,
+             indices);
+  return Status::ok();
+}
+
+}  // namespace kf
