@@ -38,6 +38,7 @@
 #include "kungfu/types.h"
 #include "kungfu/version.h"
 #include "kungfu/topology.h"
+#include "kungfu/async.h"
 
 #ifdef __cplusplus
 extern "C" {
