@@ -56,11 +56,36 @@
 #include "algo/collectives.h"
 #include "base/status.h"
 #include "sched/engine.h"
+#include "transport/transfer.h"
 
 namespace kf {
 
 struct AsyncOp;
 struct AsyncPartition;
+using OpKey = std::pair<uint64_t, uint64_t>;  // (name hash, seq)
+
+// Queue order: priority, then local submission order, then partition.
+struct QueueKey {
+  int32_t priority;
+  uint64_t order;
+  uint32_t index;
+  AsyncPartition* part;
+  bool operator<(const QueueKey& o) const {
+    if (priority != o.priority) return priority < o.priority;
+    if (order != o.order) return order < o.order;
+    return index < o.index;
+  }
+};
+
+// Announcements for operations not submitted here yet.
+struct Remembered {
+  uint32_t prefix = 0;          // partitions [0, prefix) started by some peer
+  std::set<uint32_t> parts;     // further started partitions
+  std::set<int> submitted_by;   // ranks whose signature frame arrived
+  int64_t first_ns = 0;
+  bool warned = false;
+};
+
 
 // What an asynchronous operation is: the full signature and the buffers.
 struct AsyncOpSpec {
@@ -97,13 +122,13 @@ using AsyncObserver = std::function<void(const AsyncEvent&)>;
 class AsyncRequest {
  public:
   bool done() const;
-  Status status() const;   // KF_IN_PROGRESS-free: valid once done()
-  const std::string& error_text() const;  // valid once done()
-  // Waits until done; `help` is called repeatedly while waiting (it runs
-  // this request's unclaimed partitions) and returns true if it did work.
+  // Final status; valid once done().
+  Status status() const;
+  // Its message; valid (and unchanging) once done().
+  const std::string& message() const { return status_.message(); }
+  // Waits until done. `help` is tried first (it runs this request's
+  // started partitions on the calling thread) until it finds nothing to do.
   void wait(const std::function<bool()>& help);
-  // Waits until done or the steady-clock deadline (ns); true if done.
-  bool wait_until_ns(int64_t deadline_ns);
 
  private:
   friend class AsyncEngine;
@@ -112,7 +137,6 @@ class AsyncRequest {
   std::condition_variable cv_;
   bool done_ = false;
   Status status_;
-  std::string text_;
 };
 
 class AsyncEngine {
@@ -120,8 +144,9 @@ class AsyncEngine {
   AsyncEngine(Engine* engine, const AlgoOptions& algo, int64_t timeout_ms);
   ~AsyncEngine();  // waits for running partitions, stops threads
 
-  // Submits one operation. On success *out is its completion state (the op
-  // may already be complete, e.g. on a single rank).
+  // Submits one operation. If *out is set it becomes the operation's
+  // completion state, else a new one is made; on success *out is that state
+  // (the op may already be complete, e.g. on a single rank).
   Status submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out);
 
   // Runs started-but-unclaimed partitions of `req` on the calling thread;
@@ -151,10 +176,59 @@ class AsyncEngine {
   static constexpr uint32_t kSigStep = 0xfffffff0u;
   static constexpr uint32_t kStartStep = 0xfffffff1u;
   static constexpr int kPartitionBits = 24;
+  static constexpr uint64_t kPartitionMask = (uint64_t(1) << kPartitionBits) - 1;
 
  private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
+  // Engine-mutex-held helpers (suffix _locked) and the pieces of an
+  // operation's life; see async_engine.cc / async_finish.cc.
+  void admit_locked(std::vector<AsyncPartition*>* starts);
+  void force_locked(AsyncOp* op, uint32_t index);
+  void dispatch_locked(AsyncPartition* p);
+  void drop_queued_locked(AsyncOp* op);
+  void announce(const std::vector<AsyncPartition*>& starts, const AsyncOp* skip, uint32_t prefix);
+  void make_runnable(const std::vector<AsyncPartition*>& starts);
+  void worker_loop();
+  void run_partition_task(AsyncPartition* p);
+  void partition_done(AsyncPartition* p, const Status& st);
+  Status check_signatures(AsyncOp* op);
+  void finalize(AsyncOp* op);
+  void inspector_loop();
+  void start_inspector_locked();
+  std::string missing_ranks(AsyncOp* op) const;
+  void emit(AsyncEvent::Type type, const AsyncOp& op, uint32_t partition, uint64_t bytes,
+            const Status& st);
+  Status wait_transfer(const TransferHandle& t, const Deadline& d);
+
+  Engine* const engine_;
+  const AlgoOptions algo_;
+  const int64_t timeout_ms_;
+  const int64_t stall_warn_ms_;
+  const int rank_;
+  const int size_;
+  std::atomic<uint64_t> partition_bytes_;
+  std::atomic<uint64_t> credit_bytes_;
+
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;     // workers wait here for runnable partitions
+  std::condition_variable inspect_cv_;  // the inspector sleeps here
+  std::condition_variable drain_cv_;    // drain() waits here for pending_ to empty
+  std::unordered_map<uint64_t, uint64_t> next_seq_;  // by name hash
+  uint64_t next_order_ = 0;
+  std::map<OpKey, std::shared_ptr<AsyncOp>> pending_;
+  std::map<OpKey, Remembered> remembered_;
+  std::set<QueueKey> queue_;
+  std::deque<AsyncPartition*> runnable_;
+  uint64_t inflight_self_ = 0;
+  std::vector<std::thread> workers_;
+  size_t idle_workers_ = 0;
+  bool stop_ = false;
+  std::thread inspector_;
+  bool inspector_started_ = false;
+  bool inspector_sleeping_ = false;
+
+  std::mutex obs_mu_;
+  std::atomic<bool> has_observer_{false};
+  AsyncObserver observer_;  // guarded by obs_mu_
 };
 
 }  // namespace kf

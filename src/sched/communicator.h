@@ -11,6 +11,7 @@
 #include "algo/collectives.h"
 #include "base/status.h"
 #include "bootstrap/rendezvous.h"
+#include "sched/async_engine.h"
 #include "sched/engine.h"
 #include "topo/job_topology.h"
 #include "transport/shm/shm_transport.h"
@@ -54,6 +55,9 @@ class Communicator {
   Status send(const void* buf, size_t count, kf_dtype_t dt, int peer);
   Status recv(void* buf, size_t count, kf_dtype_t dt, int peer);
 
+  // Asynchronous named operations (include/kungfu/async.h).
+  AsyncEngine& async() { return *async_; }
+
  private:
   Communicator(int rank, int size, const CommOptions& opts);
   Status connect(const RendezvousPoint& root);
@@ -76,6 +80,8 @@ class Communicator {
   Engine engine_;
   std::unique_ptr<TcpTransport> tcp_;
   std::unique_ptr<ShmTransport> shm_;
+  // After the transports: destroyed first, while they still carry frames.
+  std::unique_ptr<AsyncEngine> async_;
   bool shut_down_ = false;
   std::mutex blocking_mu_;  // serialises blocking calls
   // Shared-memory collectives: used when every rank shares this host.
