@@ -3,6 +3,7 @@
 #include "base/config.h"
 #include "base/host_id.h"
 #include "base/log.h"
+#include "monitor/trace_observer.h"
 #include "topo/binding.h"
 #include "transport/frame.h"
 
@@ -53,6 +54,7 @@ Communicator::Communicator(int rank, int size, const CommOptions& opts)
     async->on_control_frame(src, h.name_hash, h.seq, h.step, h.signature);
     return h.step == AsyncEngine::kStartStep;
   });
+  timeline_ = AsyncTimeline::attach(async, rank);
 }
 
 Communicator::~Communicator() { shutdown(); }
@@ -200,6 +202,7 @@ void Communicator::shutdown() {
   shut_down_ = true;
   // Pending asynchronous operations finish (or time out) before the goodbyes.
   async_->drain(opts_.timeout_ms < 0 ? 10000 : opts_.timeout_ms);
+  timeline_.reset();  // detaches from the engine and writes the file
   if (tcp_) {
     // Goodbyes are a courtesy: wait for them a little, less so when the
     // communicator already broke (a peer may be hung).

@@ -19,6 +19,8 @@
 
 namespace kf {
 
+class AsyncTimeline;  // monitor/trace_observer.h
+
 struct CommOptions {
   int64_t timeout_ms = 60000;  // init and each operation; < 0 = never
   std::string name = "world";
@@ -82,6 +84,8 @@ class Communicator {
   std::unique_ptr<ShmTransport> shm_;
   // After the transports: destroyed first, while they still carry frames.
   std::unique_ptr<AsyncEngine> async_;
+  // The timeline of async_ (KF_TIMELINE; null when off): written at shutdown.
+  std::unique_ptr<AsyncTimeline> timeline_;
   bool shut_down_ = false;
   std::mutex blocking_mu_;  // serialises blocking calls
   // Shared-memory collectives: used when every rank shares this host.
