@@ -39,6 +39,7 @@
 #include "kungfu/version.h"
 #include "kungfu/topology.h"
 #include "kungfu/async.h"
+#include "kungfu/tune.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -10,8 +10,13 @@
 //   priority  kf_iall_reduce with priority = layer index: the gradients the
 //             next forward needs first overtake the others
 //   tuned     priority, plus the online tuner (src/sched/tuner.h) choosing
-//             the partition size from measured iteration times, agreed
-//             across ranks by an all-reduce (MAX) of each iteration's time
+//             partition size and credit (kf_comm_set_sched) from measured
+//             iteration times, agreed across ranks by an all-reduce (MAX) of
+//             each iteration's time; tuning iterations (at most --tune-iters,
+//             one per point) come before the measured ones
+//
+// With KF_AUTOTUNE=1 the library's own tuner runs too, in every mode
+// (kf_comm_step at each iteration's end).
 //
 // An iteration: forward over layers 0..L-1, where layer i first waits for
 // its gradient of the previous iteration to be reduced, then computes; then
@@ -234,10 +239,6 @@ struct ModeResult {
   std::string note;
 };
 
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
 class Trainer {
  public:
   Trainer(kf_comm_t comm, int rank, int size, const kftrain::Model& m, const Args& a)
@@ -270,20 +271,23 @@ class Trainer {
     }
     std::unique_ptr<kf::Tuner> tuner;
     int tuning_left = 0;
+    uint64_t partition0 = 0, credit0 = 0;
+    check(kf_comm_get_sched(comm_, &partition0, &credit0), "comm_get_sched");
     if (mode == "tuned") {
       kf::TunerConfig c;
       c.min_partition = 256u << 10;
       c.max_partition = 64u << 20;
-      // Credit is not tuned here (no per-communicator setter in the public
-      // API yet): a single value pins that axis.
-      c.min_credit = c.max_credit = 1u << 20;
+      c.min_credit = 1u << 20;
+      c.max_credit = 256u << 20;
       c.samples_per_point = 1;  // one iteration per point: iterations are long
       c.initial_step = 2;
       c.max_points = args_.tune_iters;
-      tuner = std::make_unique<kf::Tuner>(c, kf::TuneParams{args_.partition ? args_.partition
-                                                                           : 4u << 20,
-                                                             1u << 20});
-      async->set_partition(tuner->current().partition_bytes);
+      tuner = std::make_unique<kf::Tuner>(
+          c, kf::TuneParams{args_.partition ? args_.partition : partition0, credit0});
+      // The engine default applies to operations submitted after the call,
+      // and every rank calls it at the same point (between iterations).
+      async->set_partition(0);
+      apply(tuner->current());
       tuning_left = args_.tune_iters;
     }
     const int L = static_cast<int>(grads_.size());
@@ -311,12 +315,12 @@ class Trainer {
           double agreed = s;
           check(kf_all_reduce(comm_, &agreed, &agreed, 1, KF_FLOAT64, KF_MAX), "tune all_reduce");
           tuner->observe(static_cast<double>(bytes_), agreed);
-          async->set_partition(tuner->current().partition_bytes);
+          apply(tuner->current());
           if (--tuning_left == 0 || tuner->phase() == kf::Tuner::Phase::kConverged) {
             tuning_left = 0;
-            async->set_partition(tuner->current().partition_bytes);
             r.note = "partition " + std::to_string(tuner->current().partition_bytes >> 10) +
-                     " KiB after " + std::to_string(tuner->points_measured()) + " points";
+                     " KiB, credit " + std::to_string(tuner->current().credit_bytes >> 20) +
+                     " MiB after " + std::to_string(tuner->points_measured()) + " points";
           }
         } else {
           if (it > args_.warmup) iter_s.push_back(s);
@@ -324,6 +328,9 @@ class Trainer {
       }
       last_fwd_end = fwd_end;
       if (tuning_left == 0 && it >= total) break;
+      // The library's own tuner (KF_AUTOTUNE=1; a no-op otherwise) ends its
+      // step here, at the same point of every rank's submissions.
+      check(kf_comm_step(comm_), "comm_step");
       // Backward: gradients from the last layer to the first.
       ++step;
       for (int i = L - 1; i >= 0; --i) {
@@ -334,6 +341,8 @@ class Trainer {
       submitted = true;
       if (tuning_left == 0) ++it;
     }
+    red.reset();  // waits for anything still running
+    if (tuner) check(kf_comm_set_sched(comm_, partition0, credit0), "comm_set_sched");
     double sum = 0;
     r.min_ms = 1e300;
     for (double s : iter_s) sum += s, r.min_ms = std::min(r.min_ms, s * 1e3);
@@ -342,6 +351,10 @@ class Trainer {
   }
 
  private:
+  void apply(const kf::TuneParams& p) {
+    check(kf_comm_set_sched(comm_, p.partition_bytes, p.credit_bytes), "comm_set_sched");
+  }
+
   // The first and last element of each gradient carry (rank + 1) * tag, so
   // after the sum they must be tag * size * (size + 1) / 2 exactly; the rest
   // stay 0. A wrong or stale reduction is caught at every wait.
@@ -404,6 +417,13 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
       }
     }
+  }
+  uint64_t partition = 0, credit = 0;
+  check(kf_comm_get_sched(comm, &partition, &credit), "comm_get_sched");
+  if (rank == 0) {
+    std::printf("# scheduler at the end: partition %llu B, credit %llu B%s\n",
+                static_cast<unsigned long long>(partition), static_cast<unsigned long long>(credit),
+                std::getenv("KF_AUTOTUNE") ? " (KF_AUTOTUNE set)" : "");
   }
   check(kf_comm_destroy(comm), "comm_destroy");
   return 0;

@@ -55,6 +55,13 @@ Communicator::Communicator(int rank, int size, const CommOptions& opts)
     return h.step == AsyncEngine::kStartStep;
   });
   timeline_ = AsyncTimeline::attach(async, rank);
+  step_tuner_.reset(new StepTuner(
+      Tuner::enabled_from_env(), TuneParams{async->partition_bytes(), async->credit_bytes()},
+      [this](double* v) { return all_reduce(v, v, 1, KF_FLOAT64, KF_MAX); },
+      [async](const TuneParams& p) {
+        async->set_partition_bytes(p.partition_bytes);
+        async->set_credit_bytes(p.credit_bytes);
+      }));
 }
 
 Communicator::~Communicator() { shutdown(); }
