@@ -8,16 +8,17 @@
 #   perf/train/train_bench.sh [BUILD_DIR]           (default: build)
 #
 # Environment (defaults in brackets):
-#   RATES   link rates, tc syntax              [500mbit 1gbit 2gbit 5gbit]
+#   RATES   link rates, tc syntax   [500mbit 1gbit 2gbit 5gbit 10gbit]
 #   MODELS  comma list                          [resnet50,vgg16,bert]
 #   MODES   comma list                          [fifo,priority,tuned]
 #   ITERS   measured iterations per mode        [3]
 #   WARMUP  dropped iterations per mode         [1]
-#   TUNE    tuning iterations (tuned mode)      [6]
+#   TUNE    tuning iterations (tuned mode)      [5]
 #   SCALE   divides gradient sizes and compute times alike (keeps their
 #           ratio, so the speedups; shortens the run)  [2]
 #   BATCH   samples per iteration per rank      [32]
 #   SHM     1: also run over shared memory      [1]
+#   SHM_ITERS  measured iterations per mode over shared memory (cheap)  [10]
 # The TCP part needs root (namespaces); without it, it is skipped with a note.
 # Raw RESULT lines are kept in $OUT (default /tmp/kf_train_bench.<pid>.log).
 set -euo pipefail
@@ -28,15 +29,16 @@ build=$(cd "${1:-$root/build}" && pwd)
 bench=$build/perf/train/train_bench
 kfrun=$build/tools/kfrun
 cluster=$root/tests/cluster/cluster.sh
-RATES=${RATES:-500mbit 1gbit 2gbit 5gbit}
+RATES=${RATES:-500mbit 1gbit 2gbit 5gbit 10gbit}
 MODELS=${MODELS:-resnet50,vgg16,bert}
 MODES=${MODES:-fifo,priority,tuned}
 ITERS=${ITERS:-3}
 WARMUP=${WARMUP:-1}
-TUNE=${TUNE:-6}
+TUNE=${TUNE:-5}
 SCALE=${SCALE:-2}
 BATCH=${BATCH:-32}
 SHM=${SHM:-1}
+SHM_ITERS=${SHM_ITERS:-10}
 OUT=${OUT:-/tmp/kf_train_bench.$$.log}
 
 [[ -x $bench && -x $kfrun ]] || { echo "train_bench.sh: build train_bench and kfrun in $build first" >&2; exit 2; }
@@ -47,7 +49,7 @@ start=$(date +%s)
 
 if [[ $SHM == 1 ]]; then
   echo "== shared memory, 2 ranks" >&2
-  "$kfrun" -np 2 --timeout 900 -- "$bench" "${args[@]}" --label shm | tee -a "$OUT"
+  "$kfrun" -np 2 --timeout 900 -- "$bench" "${args[@]}" --iters "$SHM_ITERS" --label shm | tee -a "$OUT"
 fi
 tcp_ok=1
 rc=0
@@ -80,7 +82,7 @@ for line in open(sys.argv[1]):
 modes = sys.argv[2].split(",")
 head = "| link | model | " + " | ".join(m + " ms" for m in modes)
 if "fifo" in modes:
-    head += " | " + " | ".join("speedup " + m for m in modes if m != "fifo")
+    head += " | " + " | ".join("speedup " + m for m in modes if m != "fifo") + " | bound"
 print(head + " | tuned choice |")
 print("|" + "---|" * (head.count("|")))
 for key in order:
@@ -89,6 +91,7 @@ for key in order:
     if "fifo" in modes and "fifo" in r:
         f = float(r["fifo"]["iter_ms"])
         cells += ["%.2fx" % (f / float(r[m]["iter_ms"])) if m in r else "-" for m in modes if m != "fifo"]
+        cells.append("%.2fx" % float(r["fifo"].get("bound_speedup", "nan")))
     note = r.get("tuned", {}).get("note", "")
     print("| %s | %s | %s | %s |" % (key[0], key[1], " | ".join(cells), note))
 PY
