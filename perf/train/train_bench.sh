@@ -70,7 +70,7 @@ done
 import re, sys
 rows, order = {}, []
 for line in open(sys.argv[1]):
-    if not line.startswith("RESULT "):
+    if "RESULT " not in line:
         continue
     kv = dict(re.findall(r'(\w+)=("[^"]*"|\S+)', line))
     kv = {k: v.strip('"') for k, v in kv.items()}
@@ -83,15 +83,17 @@ modes = sys.argv[2].split(",")
 head = "| link | model | " + " | ".join(m + " ms" for m in modes)
 if "fifo" in modes:
     head += " | " + " | ".join("speedup " + m for m in modes if m != "fifo") + " | bound"
-print(head + " | tuned choice |")
-print("|" + "---|" * (head.count("|")))
+head += " | tuned choice |"
+print(head)
+print("|" + "---|" * (head.count("|") - 1))
 for key in order:
     r = rows[key]
     cells = [r[m]["iter_ms"] if m in r else "-" for m in modes]
     if "fifo" in modes and "fifo" in r:
         f = float(r["fifo"]["iter_ms"])
         cells += ["%.2fx" % (f / float(r[m]["iter_ms"])) if m in r else "-" for m in modes if m != "fifo"]
-        cells.append("%.2fx" % float(r["fifo"].get("bound_speedup", "nan")))
+        b = r["fifo"].get("bound_speedup")
+        cells.append("%.2fx" % float(b) if b else "-")
     note = r.get("tuned", {}).get("note", "")
     print("| %s | %s | %s | %s |" % (key[0], key[1], " | ".join(cells), note))
 PY
