@@ -188,24 +188,34 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
     }
   }
 
-  // 3. Queue the partitions; start those that peers started and what the
-  //    credit allows.
+  // 3. Queue the partitions; start those that peers started, a small
+  //    operation at once (eager), and what the credit allows.
   std::vector<AsyncPartition*> starts;
   uint32_t prefix = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     o->ready = true;
+    o->queued = o->plan.count;
+    o->seen.assign(static_cast<size_t>(size_), 0);
     auto rem = remembered_.find({o->name_hash, o->seq});
-    for (auto& p : o->parts) queue_.insert(QueueKey{o->spec.priority, o->order, p.index, &p});
     if (rem != remembered_.end()) {
-      for (uint32_t i = 0; i < rem->second.prefix && i < o->plan.count; ++i) {
-        force_locked(o, i);
-      }
+      for (uint32_t i = 0; i < rem->second.prefix && i < o->plan.count; ++i) force_locked(o, i);
       for (uint32_t i : rem->second.parts) {
         if (i < o->plan.count) force_locked(o, i);
       }
+      for (int src : rem->second.submitted_by) saw_signature_locked(o, src);
       remembered_.erase(rem);
     }
+    if (o->queued == 1 && o->plan.count == 1 && o->total_bytes <= kEagerBytes &&
+        eager_running_ < kMaxEager) {
+      AsyncPartition* p = &o->parts[0];
+      p->state = AsyncPartition::State::kRunnable;
+      p->eager = true;
+      ++eager_running_;
+      o->queued = 0;
+      starts.push_back(p);
+    }
+    if (size_ == 1 || o->sigs_seen + 1 == static_cast<uint32_t>(size_)) confirm_locked(o);
     admit_locked(&starts);
     while (prefix < o->plan.count && o->parts[prefix].state != AsyncPartition::State::kQueued) {
       ++prefix;
@@ -238,34 +248,83 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
 
 // ---- scheduling -----------------------------------------------------------
 
+// Starts queued partitions of confirmed operations in priority order while
+// the credit allows, and always one when none of ours runs. Only operations
+// that every rank submitted take credit, so credit is only ever held by
+// partitions that run on every rank (each announced, hence admitted
+// everywhere): they finish and release it, whatever the order of
+// submissions. See async_engine.h.
 void AsyncEngine::admit_locked(std::vector<AsyncPartition*>* starts) {
   const uint64_t credit = credit_bytes_.load();
-  while (!queue_.empty()) {
-    AsyncPartition* p = queue_.begin()->part;
-    if (inflight_self_ != 0 && inflight_self_ + p->bytes > credit) break;
-    queue_.erase(queue_.begin());
+  while (!ready_.empty()) {
+    AsyncOp* o = ready_.begin()->op;
+    while (o->parts[o->next_queued].state != AsyncPartition::State::kQueued) ++o->next_queued;
+    AsyncPartition* p = &o->parts[o->next_queued];
+    if (inflight_self_count_ != 0 &&
+        (inflight_self_ + p->bytes > credit || inflight_self_count_ >= kMaxSelfStarted)) {
+      break;
+    }
     p->state = AsyncPartition::State::kRunnable;
     p->self = true;
     inflight_self_ += p->bytes;
+    ++inflight_self_count_;
     starts->push_back(p);
+    if (--o->queued == 0) {
+      ready_.erase(ready_.begin());
+      o->in_ready = false;
+    }
   }
+}
+
+void AsyncEngine::confirm_locked(AsyncOp* o) {
+  if (o->confirmed) return;
+  o->confirmed = true;
+  if (o->queued > 0 && !o->in_ready) {
+    ready_.insert(QueueKey{o->spec.priority, o->order, o});
+    o->in_ready = true;
+  }
+}
+
+void AsyncEngine::saw_signature_locked(AsyncOp* o, int src) {
+  if (src < 0 || src >= size_ || o->seen[static_cast<size_t>(src)]) return;
+  o->seen[static_cast<size_t>(src)] = 1;
+  ++o->sigs_seen;
 }
 
 void AsyncEngine::force_locked(AsyncOp* op, uint32_t index) {
   AsyncPartition* p = &op->parts[index];
   if (p->state != AsyncPartition::State::kQueued) return;
-  queue_.erase(QueueKey{op->spec.priority, op->order, index, p});
   p->state = AsyncPartition::State::kRunnable;
+  if (--op->queued == 0 && op->in_ready) {
+    ready_.erase(QueueKey{op->spec.priority, op->order, op});
+    op->in_ready = false;
+  }
   dispatch_locked(p);
 }
 
 void AsyncEngine::drop_queued_locked(AsyncOp* op) {
   for (auto& p : op->parts) {
     if (p.state != AsyncPartition::State::kQueued) continue;
-    queue_.erase(QueueKey{op->spec.priority, op->order, p.index, &p});
     p.state = AsyncPartition::State::kDone;
     --op->unfinished;
   }
+  op->queued = 0;
+  if (op->in_ready) {
+    ready_.erase(QueueKey{op->spec.priority, op->order, op});
+    op->in_ready = false;
+  }
+}
+
+// Admission after a confirmation seen on a transport thread, which must not
+// send: run on a worker (a null entry of runnable_).
+void AsyncEngine::admit_and_start() {
+  std::vector<AsyncPartition*> starts;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    admit_locked(&starts);
+  }
+  announce(starts, nullptr, 0);
+  make_runnable(starts);
 }
 
 // Puts a started partition where a worker (or a waiting caller) takes it.
@@ -311,6 +370,11 @@ void AsyncEngine::on_control_frame(int src, uint64_t name_hash, uint64_t wire_se
     AsyncOp* o = it->second.get();
     if (step == kSigStep) {
       for (uint32_t i = 0; i < chunk && i < o->plan.count; ++i) force_locked(o, i);
+      saw_signature_locked(o, src);
+      if (!o->confirmed && o->sigs_seen + 1 == static_cast<uint32_t>(size_)) {
+        confirm_locked(o);
+        if (o->in_ready) dispatch_locked(nullptr);
+      }
     } else if (part < o->plan.count) {
       force_locked(o, part);
     }
@@ -341,9 +405,13 @@ void AsyncEngine::worker_loop() {
     if (!runnable_.empty()) {
       AsyncPartition* p = runnable_.front();
       runnable_.pop_front();
-      p->state = AsyncPartition::State::kRunning;
+      if (p != nullptr) p->state = AsyncPartition::State::kRunning;
       lock.unlock();
-      run_partition_task(p);
+      if (p == nullptr) {
+        admit_and_start();
+      } else {
+        run_partition_task(p);
+      }
       lock.lock();
       continue;
     }
@@ -359,7 +427,7 @@ bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto it = runnable_.begin(); it != runnable_.end(); ++it) {
-      if ((*it)->op->req == req) {
+      if (*it != nullptr && (*it)->op->req == req) {
         mine = *it;
         runnable_.erase(it);
         break;
@@ -401,7 +469,11 @@ void AsyncEngine::partition_done(AsyncPartition* p, const Status& st) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     p->state = AsyncPartition::State::kDone;
-    if (p->self) inflight_self_ -= p->bytes;
+    if (p->self) {
+      inflight_self_ -= p->bytes;
+      --inflight_self_count_;
+    }
+    if (p->eager) --eager_running_;
     if (!st.is_ok()) {
       o->set_error(st);
       drop_queued_locked(o);

@@ -64,16 +64,15 @@ struct AsyncOp;
 struct AsyncPartition;
 using OpKey = std::pair<uint64_t, uint64_t>;  // (name hash, seq)
 
-// Queue order: priority, then local submission order, then partition.
+// Ready-queue order: priority, then local submission order. The queue holds
+// operations with queued partitions (taken in partition order).
 struct QueueKey {
   int32_t priority;
   uint64_t order;
-  uint32_t index;
-  AsyncPartition* part;
+  AsyncOp* op;
   bool operator<(const QueueKey& o) const {
     if (priority != o.priority) return priority < o.priority;
-    if (order != o.order) return order < o.order;
-    return index < o.index;
+    return order < o.order;
   }
 };
 
@@ -177,6 +176,16 @@ class AsyncEngine {
   static constexpr uint32_t kStartStep = 0xfffffff1u;
   static constexpr int kPartitionBits = 24;
   static constexpr uint64_t kPartitionMask = (uint64_t(1) << kPartitionBits) - 1;
+  // At most this many partitions run on this rank's own credit at once, so
+  // that tiny partitions cannot start thousands of threads. Partitions that
+  // peers started come on top (bounded by the peers' own limits), so a rank
+  // runs at most size * kMaxSelfStarted partitions at once.
+  static constexpr uint32_t kMaxSelfStarted = 16;
+  // A single-partition operation of at most kEagerBytes starts at once on
+  // submission (announced in its signature frame), without waiting for the
+  // peers' signatures and without taking credit; at most kMaxEager at once.
+  static constexpr uint64_t kEagerBytes = 64 * 1024;
+  static constexpr uint32_t kMaxEager = 32;
 
  private:
   // Engine-mutex-held helpers (suffix _locked) and the pieces of an
@@ -185,6 +194,9 @@ class AsyncEngine {
   void force_locked(AsyncOp* op, uint32_t index);
   void dispatch_locked(AsyncPartition* p);
   void drop_queued_locked(AsyncOp* op);
+  void confirm_locked(AsyncOp* op);
+  void saw_signature_locked(AsyncOp* op, int src);
+  void admit_and_start();
   void announce(const std::vector<AsyncPartition*>& starts, const AsyncOp* skip, uint32_t prefix);
   void make_runnable(const std::vector<AsyncPartition*>& starts);
   void worker_loop();
@@ -216,9 +228,11 @@ class AsyncEngine {
   uint64_t next_order_ = 0;
   std::map<OpKey, std::shared_ptr<AsyncOp>> pending_;
   std::map<OpKey, Remembered> remembered_;
-  std::set<QueueKey> queue_;
+  std::set<QueueKey> ready_;  // confirmed operations with queued partitions
+  uint32_t eager_running_ = 0;   // small partitions started at submission
   std::deque<AsyncPartition*> runnable_;
-  uint64_t inflight_self_ = 0;
+  uint64_t inflight_self_ = 0;        // bytes of partitions started on our credit
+  uint32_t inflight_self_count_ = 0;  // and their number
   std::vector<std::thread> workers_;
   size_t idle_workers_ = 0;
   bool stop_ = false;

@@ -161,8 +161,7 @@ void AsyncEngine::inspector_loop() {
       if (!o->deadline.is_never()) {
         int64_t at = std::chrono::duration_cast<std::chrono::nanoseconds>(
                          o->deadline.time_point().time_since_epoch()).count();
-        bool queued = false;
-        for (auto& p : o->parts) queued |= p.state == AsyncPartition::State::kQueued;
+        bool queued = o->queued > 0;
         if (queued && now >= at) {
           std::string missing = missing_ranks(o);
           o->set_error(timeout_error(o->label() + " timed out in the queue after " +
@@ -195,6 +194,31 @@ void AsyncEngine::inspector_loop() {
     if (!expired.empty()) {
       lock.unlock();
       for (AsyncOp* o : expired) finalize(o);
+      lock.lock();
+      continue;
+    }
+    // Shared memory has no progress thread: while an operation waits for
+    // peers' signature frames and nothing else may be reading the rings,
+    // move bytes here (sleeping on the doorbell), in slices.
+    ShmTransport* shm = engine_->shm();
+    TransferHandle sig_wait;
+    if (shm != nullptr) {
+      for (auto& kv : pending_) {
+        AsyncOp* o = kv.second.get();
+        if (!o->ready || o->confirmed) continue;
+        for (auto& t : o->sig_recv) {
+          if (t && !t->done()) {
+            sig_wait = t;
+            break;
+          }
+        }
+        if (sig_wait) break;
+      }
+    }
+    if (sig_wait) {
+      int64_t ms = next == INT64_MAX ? 20 : std::max<int64_t>(1, std::min<int64_t>(20, (next - now) / 1000000));
+      lock.unlock();
+      shm->wait(sig_wait, Deadline::after_ms(ms));
       lock.lock();
       continue;
     }

@@ -31,6 +31,7 @@ struct AsyncPartition {
   uint64_t bytes = 0;
   State state = State::kQueued;  // guarded by the engine mutex
   bool self = false;             // started on this rank's credit
+  bool eager = false;            // started at submission, outside the credit
 };
 
 struct AsyncOp {
@@ -51,6 +52,12 @@ struct AsyncOp {
   bool ready = false;        // partitions queued; control frames apply
   uint32_t unfinished = 0;   // partitions not done, +1 while submit() runs
   bool warned = false;       // stall warning logged
+  bool confirmed = false;    // every peer's signature frame has arrived
+  bool in_ready = false;     // listed in the ready queue
+  uint32_t queued = 0;       // partitions in state kQueued
+  uint32_t next_queued = 0;  // no queued partition below this index
+  uint32_t sigs_seen = 0;
+  std::vector<char> seen;    // per rank: signature frame arrived
 
   // Signature exchange: set up before any partition can run, then read-only
   // (the transfers themselves are thread safe).
