@@ -321,12 +321,16 @@ class Trainer {
           double agreed = s;
           check(kf_all_reduce(comm_, &agreed, &agreed, 1, KF_FLOAT64, KF_MAX), "tune all_reduce");
           tuner->observe(static_cast<double>(bytes_), agreed);
-          apply(tuner->current());
           if (--tuning_left == 0 || tuner->phase() == kf::Tuner::Phase::kConverged) {
+            // Out of budget or converged: keep the best point measured.
             tuning_left = 0;
-            r.note = "partition " + std::to_string(tuner->current().partition_bytes >> 10) +
-                     " KiB, credit " + std::to_string(tuner->current().credit_bytes >> 20) +
-                     " MiB after " + std::to_string(tuner->points_measured()) + " points";
+            const kf::TuneParams best = tuner->best();
+            apply(best);
+            r.note = "partition " + std::to_string(best.partition_bytes >> 10) + " KiB, credit " +
+                     std::to_string(best.credit_bytes >> 20) + " MiB after " +
+                     std::to_string(tuner->points_measured()) + " points";
+          } else {
+            apply(tuner->current());
           }
         } else {
           if (it > args_.warmup) iter_s.push_back(s);

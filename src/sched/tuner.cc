@@ -56,6 +56,13 @@ TuneParams Tuner::to_params(Point p) const {
   return TuneParams{uint64_t{1} << p.first, uint64_t{1} << p.second};
 }
 
+TuneParams Tuner::best() const {
+  if (phase_ == Phase::kConverged || scores_.empty()) return current();
+  auto it = std::max_element(scores_.begin(), scores_.end(),
+                             [](const auto& a, const auto& b) { return a.second < b.second; });
+  return to_params(it->first);
+}
+
 bool Tuner::valid(Point p) const {
   return p.first >= lo_[0] && p.first <= hi_[0] && p.second >= lo_[1] && p.second <= hi_[1];
 }

@@ -77,6 +77,9 @@ class Tuner {
   TuneParams observe(double bytes, double seconds);
 
   TuneParams current() const { return to_params(current_); }
+  // The best point measured so far in this search (current() when none is):
+  // what to keep when the caller stops a search early.
+  TuneParams best() const;
   Phase phase() const { return phase_; }
   // Searches started so far (1 + re-tunings).
   int searches() const { return searches_; }

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 #include <random>
+#include <vector>
 
 #include "sched/tuner.h"
 
@@ -174,6 +175,23 @@ TEST(Tuner, PointCapEndsTheSearchAtTheBestSoFar) {
     t.observe(1e9, 1e9 / s(t.current()));
   EXPECT_EQ(t.phase(), Tuner::Phase::kConverged);
   EXPECT_EQ(t.points_measured(), 3);
+}
+
+TEST(Tuner, BestIsTheBestMeasuredPointWhileSearching) {
+  TunerConfig c;
+  c.samples_per_point = 1;
+  Tuner t(c, TuneParams{1 << 20, 4 << 20});
+  EXPECT_EQ(t.best(), t.current());  // nothing measured yet
+  const Surface s{18, 22, 1e9};      // smaller partitions are better
+  std::vector<std::pair<TuneParams, double>> seen;
+  for (int w = 0; w < 3; ++w) {
+    seen.push_back({t.current(), s(t.current())});
+    t.observe(1e9, 1e9 / s(t.current()));
+  }
+  ASSERT_EQ(t.phase(), Tuner::Phase::kSearching);
+  auto best = seen.front();
+  for (const auto& p : seen) if (p.second > best.second) best = p;
+  EXPECT_EQ(t.best(), best.first);
 }
 
 TEST(Tuner, KnobSwitchesItOnAndOff) {
