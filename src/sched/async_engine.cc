@@ -237,12 +237,15 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
 
   *out = o->req;
   // 5. Release the submission's hold on completion.
-  bool fin;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    fin = --o->unfinished == 0;
+    if (--o->unfinished == 0) {
+      o->finalize_task.op = o;
+      o->finalize_task.index = kFinalizeTask;
+      o->finalize_task.state = AsyncPartition::State::kRunnable;
+      dispatch_locked(&o->finalize_task);
+    }
   }
-  if (fin) finalize(o);
   return Status::ok();
 }
 
@@ -409,6 +412,8 @@ void AsyncEngine::worker_loop() {
       lock.unlock();
       if (p == nullptr) {
         admit_and_start();
+      } else if (p->index == kFinalizeTask) {
+        finalize(p->op);
       } else {
         run_partition_task(p);
       }
@@ -425,7 +430,7 @@ void AsyncEngine::worker_loop() {
 bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req) {
   AsyncPartition* mine = nullptr;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     for (auto it = runnable_.begin(); it != runnable_.end(); ++it) {
       if (*it != nullptr && (*it)->op->req == req) {
         mine = *it;
@@ -433,10 +438,35 @@ bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req) {
         break;
       }
     }
-    if (mine == nullptr) return false;
+    if (mine == nullptr) {
+      // Nothing to run yet: if the op waits for peers' signature frames
+      // over shared memory (which has no progress thread), read them here.
+      ShmTransport* shm = engine_->shm();
+      if (shm == nullptr) return false;
+      TransferHandle t;
+      for (auto& kv : pending_) {
+        AsyncOp* o = kv.second.get();
+        if (o->req != req || !o->ready || o->confirmed) continue;
+        for (auto& s : o->sig_recv) {
+          if (s && !s->done()) {
+            t = s;
+            break;
+          }
+        }
+        break;
+      }
+      if (!t) return false;
+      lock.unlock();
+      shm->wait(t, Deadline::after_ms(2));
+      return true;
+    }
     mine->state = AsyncPartition::State::kRunning;
   }
-  run_partition_task(mine);
+  if (mine->index == kFinalizeTask) {
+    finalize(mine->op);
+  } else {
+    run_partition_task(mine);
+  }
   return true;
 }
 

@@ -6,20 +6,25 @@
 //  1. submit(): takes the next sequence number of the name, posts receives
 //     for every peer's signature frame and sends its own to every peer (step
 //     kSigStep), cuts the operation into partitions, and queues them.
-//  2. Scheduling: queued partitions are ordered by (priority, submission
-//     order, partition index). The head starts while the bytes this rank has
-//     started on its own initiative stay within the credit window (and
-//     always when nothing runs, so any credit makes progress). A rank that
-//     starts a partition on its own tells every peer with a small frame
-//     (step kStartStep); partitions started during submit() are announced in
-//     the signature frame instead, which saves a frame for small operations.
+//  2. Scheduling: an operation is "confirmed" once every peer's signature
+//     frame has arrived (every rank submitted it). Queued partitions of
+//     confirmed operations are ordered by (priority, submission order,
+//     partition index); the head starts while the bytes (and number, at most
+//     kMaxSelfStarted) of partitions this rank started on its own stay within
+//     the credit window, and always when none runs, so any credit makes
+//     progress. A rank that starts a partition on its own tells every peer
+//     with a small frame (step kStartStep). A small single-partition
+//     operation starts at once on submission ("eager", outside the credit,
+//     at most kMaxEager at once), announced in its signature frame.
 //  3. Deadlock freedom (DESIGN.md): a partition that a peer announced is
-//     started here as soon as it is submitted here, whatever the credit.
-//     Announcements that arrive before the submission are remembered. Since
-//     a started partition runs on a thread of its own (elastic pool: a
-//     started partition never waits for a worker), every partition started
-//     anywhere runs on every rank that submitted it; and a rank with nothing
-//     running always starts its head, so the queues drain.
+//     started here as soon as it is submitted here, whatever the credit;
+//     announcements that arrive before the submission are remembered. Only
+//     confirmed operations take credit, so credit is only held by partitions
+//     that every rank runs (each announced to all, each on a thread of its
+//     own from the elastic pool): they finish and give the credit back.
+//     Eager and peer-started partitions hold no credit. Hence every
+//     operation that all ranks submit completes, whatever the submission
+//     order, credit or partition size. submit() never blocks.
 //  4. Running: a partition is the blocking algorithm (src/algo) on a slice,
 //     with its own frame keys: wire sequence = seq << 24 | partition. A
 //     thread in kf_request_wait() runs its request's started partitions

@@ -25,7 +25,7 @@ Status AsyncEngine::wait_transfer(const TransferHandle& t, const Deadline& d) {
 // running partitions while they wait (the watch) and by finalize().
 Status AsyncEngine::check_signatures(AsyncOp* o) {
   std::lock_guard<std::mutex> lock(o->mu);
-  if (!o->error.is_ok() && o->error.code() == KF_ERR_INVALID_USAGE) return o->error;
+  if (o->sig_mismatch) return o->error;
   for (int r = 0; r < size_; ++r) {
     const TransferHandle& t = o->sig_recv[static_cast<size_t>(r)];
     if (r == rank_ || o->checked[static_cast<size_t>(r)] || !t || !t->done()) continue;
@@ -37,6 +37,7 @@ Status AsyncEngine::check_signatures(AsyncOp* o) {
       // A signature mismatch is the root cause: it replaces an earlier,
       // vaguer error (a frame of the wrong size, a timeout).
       o->error = invalid_usage(o->label() + ": ranks called it with different arguments: " + diff);
+      o->sig_mismatch = true;
       o->failed.store(true);
       return o->error;
     }

@@ -24,6 +24,8 @@
 
 namespace kf {
 
+constexpr uint32_t kFinalizeTask = 0xffffffffu;
+
 struct AsyncPartition {
   enum class State { kQueued, kRunnable, kRunning, kDone };
   AsyncOp* op = nullptr;
@@ -47,6 +49,10 @@ struct AsyncOp {
   Deadline deadline;
   std::shared_ptr<AsyncRequest> req;
   std::vector<AsyncPartition> parts;
+  // A task that completes the operation on a worker (index kFinalizeTask),
+  // for when the last partition finished while submit() still ran: submit()
+  // must never block on peers.
+  AsyncPartition finalize_task;
 
   // Guarded by the engine mutex.
   bool ready = false;        // partitions queued; control frames apply
@@ -71,6 +77,7 @@ struct AsyncOp {
   std::mutex mu;
   Status error;               // first failure; guarded by mu
   std::vector<char> checked;  // per rank: signature compared; guarded by mu
+  bool sig_mismatch = false;  // error is the signature difference; guarded by mu
 
   void set_error(const Status& st) {
     std::lock_guard<std::mutex> lock(mu);

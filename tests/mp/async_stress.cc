@@ -196,7 +196,7 @@ int main(int argc, char** argv) {
     d.op = kOps[common() % 3];
     d.root = static_cast<int>(common() % static_cast<unsigned>(n));
     uint32_t pb = common() % 4;
-    d.partition_bytes = pb == 0 ? 0 : uint64_t(8) << (common() % 10);  // 8 B .. 4 KiB
+    d.partition_bytes = pb == 0 ? 0 : uint64_t(256) << (common() % 5);  // 256 B .. 4 KiB
     d.in_place = common() % 3 == 0;
   }
   // ...but submitted in a different order on every rank: names are dealt to
