@@ -58,9 +58,15 @@ Communicator::Communicator(int rank, int size, const CommOptions& opts)
   step_tuner_.reset(new StepTuner(
       Tuner::enabled_from_env(), TuneParams{async->partition_bytes(), async->credit_bytes()},
       [this](double* v) { return all_reduce(v, v, 1, KF_FLOAT64, KF_MAX); },
-      [async](const TuneParams& p) {
+      [this, async](const TuneParams& p) {
         async->set_partition_bytes(p.partition_bytes);
         async->set_credit_bytes(p.credit_bytes);
+        // Tuner decisions show in the timeline, next to their effect.
+        if (timeline_) {
+          timeline_->tracer()->instant(
+              "autotune", "{\"partition_bytes\":" + std::to_string(p.partition_bytes) +
+                              ",\"credit_bytes\":" + std::to_string(p.credit_bytes) + "}");
+        }
       }));
 }
 
