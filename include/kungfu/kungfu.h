@@ -44,6 +44,7 @@
 #include "kungfu/sparse.h"
 #include "kungfu/strategy.h"
 #include "kungfu/async.h"
+#include "kungfu/tune.h"
 
 #ifdef __cplusplus
 extern "C" {

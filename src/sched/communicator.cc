@@ -3,6 +3,7 @@
 #include "base/config.h"
 #include "base/host_id.h"
 #include "base/log.h"
+#include "monitor/trace_observer.h"
 #include "topo/binding.h"
 #include "transport/frame.h"
 
@@ -71,6 +72,21 @@ Communicator::Communicator(int rank, int size, const CommOptions& opts)
     }
     return h.step == AsyncEngine::kStartStep;
   });
+  AsyncEngine* async = async_.get();
+  timeline_ = AsyncTimeline::attach(async, rank);
+  step_tuner_.reset(new StepTuner(
+      Tuner::enabled_from_env(), TuneParams{async->partition_bytes(), async->credit_bytes()},
+      [this](double* v) { return all_reduce(v, v, 1, KF_FLOAT64, KF_MAX); },
+      [this, async](const TuneParams& p) {
+        async->set_partition_bytes(p.partition_bytes);
+        async->set_credit_bytes(p.credit_bytes);
+        // Tuner decisions show in the timeline, next to their effect.
+        if (timeline_) {
+          timeline_->tracer()->instant(
+              "autotune", "{\"partition_bytes\":" + std::to_string(p.partition_bytes) +
+                              ",\"credit_bytes\":" + std::to_string(p.credit_bytes) + "}");
+        }
+      }));
 }
 
 Communicator::~Communicator() {
@@ -254,6 +270,7 @@ void Communicator::shutdown() {
   shut_down_ = true;
   // Pending asynchronous operations finish (or time out) before the goodbyes.
   async_->drain(opts_.timeout_ms < 0 ? 10000 : opts_.timeout_ms);
+  timeline_.reset();  // detaches from the engine and writes the file
   if (tcp_) {
     // Goodbyes are a courtesy: wait for them a little, less so when the
     // communicator already broke (a peer may be hung).

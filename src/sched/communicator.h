@@ -15,11 +15,14 @@
 #include "bootstrap/rendezvous.h"
 #include "sched/async_engine.h"
 #include "sched/engine.h"
+#include "sched/step_tuner.h"
 #include "topo/job_topology.h"
 #include "transport/shm/shm_transport.h"
 #include "transport/tcp/tcp_transport.h"
 
 namespace kf {
+
+class AsyncTimeline;  // monitor/trace_observer.h
 
 struct CommOptions {
   int64_t timeout_ms = 60000;  // init and each operation; < 0 = never
@@ -76,6 +79,8 @@ class Communicator {
   Status set_strategy(int requested);
   // Asynchronous named operations (include/kungfu/async.h).
   AsyncEngine& async() { return *async_; }
+  // The online tuner of async_'s partition size and credit (KF_AUTOTUNE).
+  StepTuner& step_tuner() { return *step_tuner_; }
 
  private:
   Communicator(int rank, int size, const CommOptions& opts);
@@ -118,6 +123,9 @@ class Communicator {
   std::unique_ptr<AsyncEngine> async_;
   std::mutex hook_mu_;                   // guards hook_target_ against destruction
   AsyncEngine* hook_target_ = nullptr;   // async_ while it may take frames
+  // The timeline of async_ (KF_TIMELINE; null when off): written at shutdown.
+  std::unique_ptr<AsyncTimeline> timeline_;
+  std::unique_ptr<StepTuner> step_tuner_;
   bool shut_down_ = false;
   std::mutex blocking_mu_;  // serialises blocking calls
   // Shared-memory collectives: used when every rank shares this host.
