@@ -38,6 +38,8 @@
 #include "kungfu/types.h"
 #include "kungfu/version.h"
 #include "kungfu/topology.h"
+#include "kungfu/sparse_allreduce.h"
+#include "kungfu/pto.h"
 
 #ifdef __cplusplus
 extern "C" {

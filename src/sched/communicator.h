@@ -54,6 +54,15 @@ class Communicator {
   Status send(const void* buf, size_t count, kf_dtype_t dt, int peer);
   Status recv(void* buf, size_t count, kf_dtype_t dt, int peer);
 
+  // Runs a blocking operation defined elsewhere (src/sparse: sparse
+  // all_reduce, PTO) as the named operation `name`, serialised with the
+  // other blocking calls. The body sees the operation's Peers.
+  Status run_custom(const std::string& name, const OpSignature& sig, const Engine::Body& body) {
+    return run_blocking(name, sig, body);
+  }
+  // The algorithm options read from the KF_ALGO* knobs at creation.
+  const AlgoOptions& algo_options() const { return algo_; }
+
  private:
   Communicator(int rank, int size, const CommOptions& opts);
   Status connect(const RendezvousPoint& root);

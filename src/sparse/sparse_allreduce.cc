@@ -1,0 +1,174 @@
+#include "sparse/sparse_allreduce.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "algo/common.h"
+#include "algo/reduce_kernels.h"
+#include "algo/ring.h"
+
+namespace kf {
+namespace {
+
+// An index no shard can have: a rank whose selection failed sends its k
+// pairs with this index, so the others learn of the failure from the data
+// they receive anyway and nobody waits for a message that never comes.
+constexpr uint32_t kFailedIndex = 0xffffffffu;
+
+// Selects k entries of grad (+ residual) of length len into pairs. With a
+// residual the sum is formed in the residual itself and the sent entries are
+// cleared there afterwards, so no buffer of length len is allocated.
+Status select_pairs(const float* grad, float* residual, size_t len, size_t k,
+                    const TopkOptions& topt, std::vector<SparsePair>* pairs) {
+  pairs->assign(k, SparsePair{0.0f, kFailedIndex});
+  if (k == 0) return Status::ok();
+  const float* x = grad;
+  if (residual != nullptr) {
+    for (size_t i = 0; i < len; ++i) residual[i] += grad[i];
+    x = residual;
+  }
+  std::vector<float> values(k);
+  std::vector<uint32_t> indices(k);
+  Status st = mstopk(x, len, k, topt, values.data(), indices.data());
+  if (!st.is_ok()) return st;
+  for (size_t j = 0; j < k; ++j) {
+    const uint32_t i = indices[j];
+    if (i >= len) return internal_error("mstopk returned index " + std::to_string(i) +
+                                        " outside 0.." + std::to_string(len - 1));
+    // Read the value from x rather than trusting the selector's copy: the
+    // residual update below must remove exactly what was sent.
+    (*pairs)[j] = SparsePair{x[i], i};
+  }
+  if (residual != nullptr) {
+    for (size_t j = 0; j < k; ++j) residual[(*pairs)[j].index] = 0.0f;
+  }
+  return Status::ok();
+}
+
+// out[0..len) = sum over blocks (in block order, so that every rank adds in
+// the same order and ends with the same bits) of the blocks' pairs. Every
+// index came over the network and is checked before it is used.
+Status scatter_add(const std::vector<SparsePair>& gathered, size_t blocks, size_t k, float* out,
+                   size_t len, const std::vector<int>& block_rank) {
+  std::memset(out, 0, len * sizeof(float));
+  for (size_t b = 0; b < blocks; ++b) {
+    const SparsePair* pb = gathered.data() + b * k;
+    for (size_t j = 0; j < k; ++j) {
+      if (pb[j].index >= len) {
+        if (pb[j].index == kFailedIndex) {
+          // Not a remote error: every rank finished the exchange, so the
+          // communicator is still in step and stays usable.
+          return invalid_usage("sparse all_reduce: rank " + std::to_string(block_rank[b]) +
+                               " could not select its top-k entries (a non-finite gradient?"
+                               " see that rank's error)");
+        }
+        return remote_error("sparse all_reduce: rank " + std::to_string(block_rank[b]) +
+                            " sent index " + std::to_string(pb[j].index) + " outside 0.." +
+                            std::to_string(len - 1));
+      }
+    }
+    for (size_t j = 0; j < k; ++j) out[pb[j].index] += pb[j].value;
+  }
+  return Status::ok();
+}
+
+void finish_op(kf_op_t op, float* buf, size_t len, int n) {
+  if (op == KF_AVG) finish_average(KF_FLOAT32, buf, len, n);
+}
+
+// All-gathers k pairs per rank of `p` into `gathered` (size() * k pairs).
+Status gather_pairs(Peers& p, const AlgoOptions& o, const std::vector<SparsePair>& mine, size_t k,
+                    std::vector<SparsePair>* gathered) {
+  gathered->resize(static_cast<size_t>(p.size()) * k);
+  if (k == 0) return Status::ok();
+  return all_gather(p, o, mine.data(), gathered->data(), k, KF_UINT64);
+}
+
+}  // namespace
+
+size_t hier_shard_k(size_t k, size_t local_size, size_t shard_len) {
+  const size_t ks = (k + local_size - 1) / local_size;
+  return std::min(ks, shard_len);
+}
+
+Status sparse_all_reduce_flat(Peers& p, const AlgoOptions& o, const SparseArgs& a) {
+  const size_t k = std::min(a.k, a.count);
+  std::vector<SparsePair> mine;
+  // A failed selection still takes part in the exchange (with marked
+  // pairs), then reports its own error.
+  const Status selected = select_pairs(a.send, a.residual, a.count, k, a.topk, &mine);
+  std::vector<SparsePair> gathered;
+  KF_RETURN_IF_ERROR(gather_pairs(p, o, mine, k, &gathered));
+  KF_RETURN_IF_ERROR(selected);
+  std::vector<int> ranks(static_cast<size_t>(p.size()));
+  for (size_t r = 0; r < ranks.size(); ++r) ranks[r] = static_cast<int>(r);
+  KF_RETURN_IF_ERROR(scatter_add(gathered, ranks.size(), k, a.recv, a.count, ranks));
+  finish_op(a.op, a.recv, a.count, p.size());
+  return Status::ok();
+}
+
+Status sparse_all_reduce_hier(Peers& p, const AlgoOptions& o, const HostGroups& g,
+                              const SparseArgs& a) {
+  GroupPeers intra(p, g.local);
+  GroupPeers inter(p, g.column);
+  const int L = intra.size();
+  const size_t es = sizeof(float);
+  const Layout lay = Layout::balanced(a.count, L, chunk_elems(o, es));
+  const Range seg = lay.segment(g.local_rank);
+  float* shard = a.recv + seg.begin;
+
+  // 1. Intra-host dense reduce-scatter: shard = sum of this host's gradients.
+  //    recv doubles as the accumulator of the segments passing through.
+  if (L > 1) {
+    RingReduceScatterArgs rs;
+    rs.layout = &lay;
+    rs.dtype = KF_FLOAT32;
+    rs.op = KF_SUM;
+    rs.local = a.send;
+    rs.acc = a.recv;
+    rs.own_out = shard;
+    KF_RETURN_IF_ERROR(ring_reduce_scatter_core(intra, rs));
+  } else {
+    copy_elems(a.recv, a.send, a.count, es);
+  }
+
+  // 2. Top-k of the shard (+ this rank's residual of it).
+  const size_t ks = hier_shard_k(a.k, static_cast<size_t>(L), seg.len);
+  float* res = a.residual != nullptr ? a.residual + seg.begin : nullptr;
+  std::vector<SparsePair> mine;
+  const Status selected = select_pairs(shard, res, seg.len, ks, a.topk, &mine);
+
+  // 3. Inter-host all-gather among the ranks with my local rank. Every
+  //    local rank runs its own at the same time, over its own connections.
+  std::vector<SparsePair> gathered;
+  KF_RETURN_IF_ERROR(gather_pairs(inter, o, mine, ks, &gathered));
+  Status st = selected;
+  // 4. Decompress: shard = sum over hosts of their selected entries.
+  if (st.is_ok()) st = scatter_add(gathered, g.column.size(), ks, shard, seg.len, g.column);
+  if (st.is_ok()) finish_op(a.op, shard, seg.len, p.size());
+  // A failure is not returned before the intra-host all-gather: the other
+  // ranks of this host wait for this rank's shard. On failure the shard is
+  // filled with NaN, so the ranks of the other columns (which cannot see the
+  // error) end with NaN there, as a dense all_reduce of a NaN gradient
+  // would, instead of with a silently wrong number.
+  if (!st.is_ok()) std::fill(shard, shard + seg.len, std::numeric_limits<float>::quiet_NaN());
+
+  // 5. Intra-host all-gather of the dense shards (steps after the reduce-scatter's).
+  if (L > 1) KF_RETURN_IF_ERROR(ring_all_gather_core(intra, lay, es, a.recv, L - 1, false));
+  return st;
+}
+
+Status sparse_all_reduce_dense(Peers& p, const AlgoOptions& o, const SparseArgs& a) {
+  if (a.residual == nullptr) {
+    return all_reduce(p, o, a.send, a.recv, a.count, KF_FLOAT32, a.op);
+  }
+  for (size_t i = 0; i < a.count; ++i) a.residual[i] += a.send[i];
+  KF_RETURN_IF_ERROR(all_reduce(p, o, a.residual, a.recv, a.count, KF_FLOAT32, a.op));
+  std::memset(a.residual, 0, a.count * sizeof(float));
+  return Status::ok();
+}
+
+}  // namespace kf
