@@ -38,6 +38,7 @@
 #include "kungfu/types.h"
 #include "kungfu/version.h"
 #include "kungfu/topology.h"
+#include "kungfu/sparse.h"
 #include "kungfu/sparse_allreduce.h"
 #include "kungfu/pto.h"
 

@@ -1,0 +1,113 @@
+// The AVX2 MSTopK passes. As in algo/kernels/avx2.cc, each function carries a
+// target attribute instead of the file being built with -mavx2, so no AVX2
+// instruction leaks into code that runs on older CPUs; the table is used only
+// after kernel_isa_supported(KernelIsa::kAvx2).
+//
+// Results equal the baseline's bit for bit: the four accumulators hold the 32
+// sum lanes of kSumLanes (accumulator q, lane l is lane 8q + l), the tail goes
+// to the same lanes in scalar code, and counts and maxima are integers.
+#include "sparse/topk_kernels.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+
+#include <immintrin.h>
+
+#include "sparse/topk_search.h"
+
+#define KF_TOPK_AVX2 __attribute__((target("avx2")))
+
+namespace kf {
+namespace topk {
+namespace {
+
+static_assert(kSumLanes == 32, "four 8-lane accumulators");
+
+KF_TOPK_AVX2 void stats_avx2(const float* x, size_t n, double* abs_sum, uint32_t* max_key) {
+  const __m256i mask = _mm256_set1_epi32(static_cast<int>(kKeyMask));
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                   _mm256_setzero_ps()};
+  __m256i vmax = _mm256_setzero_si256();
+  size_t i = 0;
+  for (; i + kSumLanes <= n; i += kSumLanes) {
+    for (int q = 0; q < 4; ++q) {
+      const __m256i bits = _mm256_and_si256(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i + 8 * q)), mask);
+      acc[q] = _mm256_add_ps(acc[q], _mm256_castsi256_ps(bits));
+      vmax = _mm256_max_epu32(vmax, bits);
+    }
+  }
+  float lane[kSumLanes];
+  for (int q = 0; q < 4; ++q) _mm256_storeu_ps(lane + 8 * q, acc[q]);
+  uint32_t mx[8];
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(mx), vmax);
+  uint32_t m = 0;
+  for (uint32_t v : mx) m = v > m ? v : m;
+  for (size_t j = 0; i + j < n; ++j) {
+    const uint32_t key = key_of(x[i + j]);
+    float a;
+    std::memcpy(&a, &key, sizeof(a));
+    lane[j] += a;
+    m = key > m ? key : m;
+  }
+  double sum = 0.0;
+  for (size_t j = 0; j < kSumLanes; ++j) sum += lane[j];
+  *abs_sum = sum;
+  *max_key = m;
+}
+
+KF_TOPK_AVX2 uint64_t count_ge_avx2(const float* x, size_t n, uint32_t t) {
+  // key >= t  <=>  key > t - 1 as signed 32-bit integers: keys are below 2^31,
+  // and t == 0 gives -1, below every key.
+  const __m256i mask = _mm256_set1_epi32(static_cast<int>(kKeyMask));
+  const __m256i below = _mm256_set1_epi32(static_cast<int>(t) - 1);
+  uint64_t count = 0;
+  size_t i = 0;
+  while (i + 8 <= n) {
+    // Lane counters are flushed before they could wrap.
+    const size_t end = i + (size_t{1} << 30) < n ? i + (size_t{1} << 30) : n;
+    __m256i c0 = _mm256_setzero_si256();
+    __m256i c1 = _mm256_setzero_si256();
+    for (; i + 16 <= end; i += 16) {
+      const __m256i a = _mm256_and_si256(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)), mask);
+      const __m256i b = _mm256_and_si256(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i + 8)), mask);
+      c0 = _mm256_sub_epi32(c0, _mm256_cmpgt_epi32(a, below));
+      c1 = _mm256_sub_epi32(c1, _mm256_cmpgt_epi32(b, below));
+    }
+    for (; i + 8 <= end; i += 8) {
+      const __m256i a = _mm256_and_si256(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)), mask);
+      c0 = _mm256_sub_epi32(c0, _mm256_cmpgt_epi32(a, below));
+    }
+    uint32_t lanes[8];
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(lanes), _mm256_add_epi32(c0, c1));
+    for (uint32_t v : lanes) count += v;
+  }
+  for (; i < n; ++i) count += key_of(x[i]) >= t ? 1 : 0;
+  return count;
+}
+
+}  // namespace
+
+namespace detail {
+const TopkKernels* avx2_topk_kernels() {
+  static const TopkKernels table{stats_avx2, count_ge_avx2};
+  return &table;
+}
+}  // namespace detail
+
+}  // namespace topk
+}  // namespace kf
+
+#else  // not x86
+
+namespace kf {
+namespace topk {
+namespace detail {
+const TopkKernels* avx2_topk_kernels() { return nullptr; }
+}  // namespace detail
+}  // namespace topk
+}  // namespace kf
+
+#endif
