@@ -20,5 +20,6 @@ if [[ $rc -ne 0 ]]; then
 fi
 n=$(grep -c "sparse_mp OK (np 4)" "$work/out" || true)
 [[ $n -eq 4 ]] || { echo "FAIL: $n of 4 ranks reported OK" >&2; exit 1; }
+grep -q "hierarchical checked on 2 host(s) x 2" "$work/out" || { echo "FAIL: the ranks did not see 2 hosts x 2" >&2; exit 1; }
 grep "link sent" "$work/err" || true
 echo "PASS: sparse_mp on 2 x 2 emulated hosts"

@@ -94,6 +94,7 @@ void test_hier(kf_comm_t comm) {
     CHECK_OK(comm, kf_sparse_all_reduce(comm, x.data(), y.data(), d, KF_AVG, k, nullptr, nullptr));
     compare("auto (hier) avg", y, want, 1.0 / g_size);
   }
+  if (g_rank == 0) std::printf("hierarchical checked on %d host(s) x %d\n", hosts, local_size);
 }
 
 void test_residual(kf_comm_t comm) {
