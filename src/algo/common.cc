@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace kf {
 
@@ -40,6 +41,15 @@ Layout Layout::blocks(size_t block, int n, size_t chunk) {
   l.segs_.reserve(un);
   for (size_t s = 0; s < un; ++s) l.segs_.push_back(Range{s * block, block});
   l.chunks_ = chunks_for(block, chunk);
+  return l;
+}
+
+Layout Layout::custom(std::vector<Range> segs, size_t chunk) {
+  Layout l;
+  l.segs_ = std::move(segs);
+  size_t longest = 0;
+  for (const Range& s : l.segs_) longest = std::max(longest, s.len);
+  l.chunks_ = chunks_for(longest, chunk);
   return l;
 }
 

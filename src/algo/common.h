@@ -35,6 +35,9 @@ class Layout {
   static Layout balanced(size_t count, int n, size_t chunk_elems);
   // n consecutive blocks of `block` elements each.
   static Layout blocks(size_t block, int n, size_t chunk_elems);
+  // Given segments (any lengths, possibly empty), each cut into the number
+  // of chunks the longest one needs.
+  static Layout custom(std::vector<Range> segs, size_t chunk_elems);
 
   int segments() const { return static_cast<int>(segs_.size()); }
   size_t chunks() const { return chunks_; }
