@@ -9,6 +9,8 @@
 #include "algo/common.h"
 #include "algo/reduce_kernels.h"
 #include "algo/ring.h"
+#include "algo/strategy.h"
+#include "algo/sub_peers.h"
 
 namespace kf {
 namespace {
@@ -110,14 +112,24 @@ Status sparse_all_reduce_flat(Peers& p, const AlgoOptions& o, const SparseArgs& 
   return Status::ok();
 }
 
-Status sparse_all_reduce_hier(Peers& p, const AlgoOptions& o, const HostGroups& g,
+Status sparse_all_reduce_hier(Peers& p, const AlgoOptions& o, const HostLayout& hosts,
                               const SparseArgs& a) {
-  GroupPeers intra(p, g.local);
-  GroupPeers inter(p, g.column);
+  if (hosts.size() != p.size() || !hosts.uniform()) {
+    return invalid_usage("the hierarchical sparse all_reduce needs the same number of ranks on "
+                         "every host (hosts hold " + std::to_string(hosts.min_local_size()) +
+                         " to " + std::to_string(hosts.max_local_size()) + ")");
+  }
+  const int me = p.rank();
+  const int host = hosts.host_of(me);
+  const int local_rank = hosts.local_rank(me);
+  const std::vector<int> column = hosts.cross_group(local_rank);
+  // Phases keep the tags of the two groups apart (SubPeers).
+  SubPeers intra(p, hosts.local_group(host), 1);
+  SubPeers inter(p, column, 2);
   const int L = intra.size();
   const size_t es = sizeof(float);
   const Layout lay = Layout::balanced(a.count, L, chunk_elems(o, es));
-  const Range seg = lay.segment(g.local_rank);
+  const Range seg = lay.segment(local_rank);
   float* shard = a.recv + seg.begin;
 
   // 1. Intra-host dense reduce-scatter: shard = sum of this host's gradients.
@@ -147,7 +159,7 @@ Status sparse_all_reduce_hier(Peers& p, const AlgoOptions& o, const HostGroups& 
   KF_RETURN_IF_ERROR(gather_pairs(inter, o, mine, ks, &gathered));
   Status st = selected;
   // 4. Decompress: shard = sum over hosts of their selected entries.
-  if (st.is_ok()) st = scatter_add(gathered, g.column.size(), ks, shard, seg.len, g.column);
+  if (st.is_ok()) st = scatter_add(gathered, column.size(), ks, shard, seg.len, column);
   if (st.is_ok()) finish_op(a.op, shard, seg.len, p.size());
   // A failure is not returned before the intra-host all-gather: the other
   // ranks of this host wait for this rank's shard. On failure the shard is
@@ -161,13 +173,17 @@ Status sparse_all_reduce_hier(Peers& p, const AlgoOptions& o, const HostGroups& 
   return st;
 }
 
-Status sparse_all_reduce_dense(Peers& p, const AlgoOptions& o, const SparseArgs& a) {
-  if (a.residual == nullptr) {
-    return all_reduce(p, o, a.send, a.recv, a.count, KF_FLOAT32, a.op);
+Status sparse_all_reduce_dense(Peers& p, const AlgoOptions& o, const HostLayout& hosts,
+                               const SparseArgs& a) {
+  const StrategyOptions so;
+  const float* in = a.send;
+  if (a.residual != nullptr) {
+    for (size_t i = 0; i < a.count; ++i) a.residual[i] += a.send[i];
+    in = a.residual;
   }
-  for (size_t i = 0; i < a.count; ++i) a.residual[i] += a.send[i];
-  KF_RETURN_IF_ERROR(all_reduce(p, o, a.residual, a.recv, a.count, KF_FLOAT32, a.op));
-  std::memset(a.residual, 0, a.count * sizeof(float));
+  KF_RETURN_IF_ERROR(strategy_all_reduce(p, o, so, hosts, Strategy::kAuto, in, a.recv, a.count,
+                                         KF_FLOAT32, a.op));
+  if (a.residual != nullptr) std::memset(a.residual, 0, a.count * sizeof(float));
   return Status::ok();
 }
 

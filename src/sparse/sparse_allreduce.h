@@ -26,7 +26,7 @@
 #include "algo/peers.h"
 #include "base/status.h"
 #include "kungfu/types.h"
-#include "sparse/group_peers.h"
+#include "algo/host_layout.h"
 #include "sparse/topk.h"
 
 namespace kf {
@@ -57,11 +57,16 @@ Status sparse_all_reduce_flat(Peers& p, const AlgoOptions& o, const SparseArgs& 
 // ceil(k / local size) on each rank's shard, all-gather of the pairs among
 // the ranks with the same local rank (one per host, all columns at once),
 // scatter-add into the shard, intra-host all-gather of the dense shards.
-Status sparse_all_reduce_hier(Peers& p, const AlgoOptions& o, const HostGroups& g,
+// `hosts` must describe the ranks of p and hold the same number of ranks on
+// every host (KF_ERR_INVALID_USAGE otherwise).
+Status sparse_all_reduce_hier(Peers& p, const AlgoOptions& o, const HostLayout& hosts,
                               const SparseArgs& a);
 
-// Dense fallback: (send + residual) all-reduced; residual set to 0.
-Status sparse_all_reduce_dense(Peers& p, const AlgoOptions& o, const SparseArgs& a);
+// Dense fallback: (send + residual) all-reduced with the library's dense
+// strategy for this layout (hierarchical on several hosts, see
+// algo/strategy.h); residual set to 0.
+Status sparse_all_reduce_dense(Peers& p, const AlgoOptions& o, const HostLayout& hosts,
+                               const SparseArgs& a);
 
 // Pairs each rank of the hierarchical algorithm selects from its shard.
 size_t hier_shard_k(size_t k, size_t local_size, size_t shard_len);

@@ -13,25 +13,16 @@ namespace {
 // Operation kinds of src/sparse, beyond those of communicator_ops.cc.
 enum SparseOpKind : uint32_t { kSparseAllReduce = 101, kPto = 102 };
 
-// host_of[r] for every rank, from the topology exchanged at init.
-std::vector<int> host_numbers(const Communicator& c) {
-  std::vector<int> host_of(static_cast<size_t>(c.size()), 0);
+// The host layout of the job, from the topology exchanged at init (one
+// host when the topology is missing).
+HostLayout layout_of(const Communicator& c) {
   const JobTopology& t = c.topology();
-  if (t.size() == c.size()) {
-    for (int r = 0; r < c.size(); ++r) host_of[static_cast<size_t>(r)] = t.host_of(r);
-  }
-  return host_of;
+  if (t.size() == c.size()) return HostLayout::from_topology(t);
+  return HostLayout::single_host(c.size());
 }
 
-bool uniform_multi_host(const Communicator& c) {
-  const JobTopology& t = c.topology();
-  if (t.size() != c.size() || t.host_count() < 2) return false;
-  const size_t l = t.ranks_of_host(0).size();
-  if (l < 2) return false;
-  for (int h = 1; h < t.host_count(); ++h) {
-    if (t.ranks_of_host(h).size() != l) return false;
-  }
-  return true;
+bool uniform_multi_host(const HostLayout& h) {
+  return h.host_count() > 1 && h.uniform() && h.min_local_size() > 1;
 }
 
 }  // namespace
@@ -42,15 +33,12 @@ SparseAlgorithm choose_sparse_algorithm(const Communicator& c, const SparseReque
     return SparseAlgorithm::kDense;
   }
   if (r.algorithm != SparseAlgorithm::kAuto) return r.algorithm;
-  return uniform_multi_host(c) ? SparseAlgorithm::kHier : SparseAlgorithm::kFlat;
+  return uniform_multi_host(layout_of(c)) ? SparseAlgorithm::kHier : SparseAlgorithm::kFlat;
 }
 
 Status sparse_all_reduce(Communicator& c, const SparseRequest& r) {
   const SparseAlgorithm algo = choose_sparse_algorithm(c, r);
-  HostGroups groups;
-  if (algo == SparseAlgorithm::kHier) {
-    KF_RETURN_IF_ERROR(make_host_groups(host_numbers(c), c.rank(), &groups));
-  }
+  const HostLayout hosts = layout_of(c);
   OpSignature sig;
   sig.kind = kSparseAllReduce;
   sig.count = r.args.count;
@@ -64,9 +52,9 @@ Status sparse_all_reduce(Communicator& c, const SparseRequest& r) {
   const AlgoOptions& o = c.algo_options();
   return c.run_custom("kf.sparse_all_reduce", sig, [&](Peers& p) -> Status {
     if (p.size() == 1 || algo == SparseAlgorithm::kDense) {
-      return sparse_all_reduce_dense(p, o, r.args);
+      return sparse_all_reduce_dense(p, o, hosts, r.args);
     }
-    if (algo == SparseAlgorithm::kHier) return sparse_all_reduce_hier(p, o, groups, r.args);
+    if (algo == SparseAlgorithm::kHier) return sparse_all_reduce_hier(p, o, hosts, r.args);
     return sparse_all_reduce_flat(p, o, r.args);
   });
 }

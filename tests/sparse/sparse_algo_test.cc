@@ -137,9 +137,8 @@ TEST_P(HierTest, ExactSum) {
       ThreadWorld w(n);
       std::vector<std::vector<float>> out(static_cast<size_t>(n));
       expect_ok(w.run([&](Peers& p) {
-        HostGroups hg;
-        KF_RETURN_IF_ERROR(make_host_groups(host_of, p.rank(), &hg));
-        std::vector<float> x = sparse_ref::hier_gradient(d, hg.host, hg.local_rank);
+        const HostLayout hl(host_of);
+        std::vector<float> x = sparse_ref::hier_gradient(d, hl.host_of(p.rank()), hl.local_rank(p.rank()));
         std::vector<float>& y = out[static_cast<size_t>(p.rank())];
         y.assign(d, -1.0f);
         SparseArgs a;
@@ -148,7 +147,7 @@ TEST_P(HierTest, ExactSum) {
         a.count = d;
         a.k = k;
         a.op = op;
-        return sparse_all_reduce_hier(p, small_chunks(), hg, a);
+        return sparse_all_reduce_hier(p, small_chunks(), hl, a);
       }), w);
       for (int r = 0; r < n; ++r) {
         for (size_t i = 0; i < d; ++i) {
@@ -170,9 +169,8 @@ TEST_P(HierTest, ResidualOwnsItsShard) {
   std::vector<std::vector<float>> res(static_cast<size_t>(n));
   std::vector<float> recv0;
   expect_ok(w.run([&](Peers& p) {
-    HostGroups hg;
-    KF_RETURN_IF_ERROR(make_host_groups(host_of, p.rank(), &hg));
-    std::vector<float> x = sparse_ref::hier_gradient(d, hg.host, hg.local_rank);
+    const HostLayout hl(host_of);
+    std::vector<float> x = sparse_ref::hier_gradient(d, hl.host_of(p.rank()), hl.local_rank(p.rank()));
     std::vector<float>& rs = res[static_cast<size_t>(p.rank())];
     rs.assign(d, 0.0f);
     std::vector<float> y(d);
@@ -182,7 +180,7 @@ TEST_P(HierTest, ResidualOwnsItsShard) {
     a.count = d;
     a.k = k;
     a.residual = rs.data();
-    KF_RETURN_IF_ERROR(sparse_all_reduce_hier(p, small_chunks(), hg, a));
+    KF_RETURN_IF_ERROR(sparse_all_reduce_hier(p, small_chunks(), hl, a));
     if (p.rank() == 0) recv0 = y;
     return Status::ok();
   }), w);
@@ -235,9 +233,8 @@ TEST_P(HierTest, NonFiniteGradientFailsItsColumnAndPoisonsItsShard) {
   ThreadWorld w(n);
   std::vector<std::vector<float>> out(static_cast<size_t>(n));
   const std::vector<Status> st = w.run([&](Peers& p) {
-    HostGroups hg;
-    KF_RETURN_IF_ERROR(make_host_groups(host_of, p.rank(), &hg));
-    std::vector<float> x = sparse_ref::hier_gradient(d, hg.host, hg.local_rank);
+    const HostLayout hl(host_of);
+    std::vector<float> x = sparse_ref::hier_gradient(d, hl.host_of(p.rank()), hl.local_rank(p.rank()));
     if (p.rank() == 0) x[0] = std::numeric_limits<float>::quiet_NaN();  // shard 0 of host 0
     std::vector<float>& y = out[static_cast<size_t>(p.rank())];
     y.assign(d, 0.0f);
@@ -246,7 +243,7 @@ TEST_P(HierTest, NonFiniteGradientFailsItsColumnAndPoisonsItsShard) {
     a.recv = y.data();
     a.count = d;
     a.k = k;
-    return sparse_all_reduce_hier(p, small_chunks(), hg, a);
+    return sparse_all_reduce_hier(p, small_chunks(), hl, a);
   });
   EXPECT_TRUE(w.problems().empty());
   for (int r = 0; r < n; ++r) {
@@ -281,13 +278,27 @@ TEST(SparseDense, FallbackAddsAndClearsResidual) {
     a.count = d;
     a.k = 1;
     a.residual = res.data();
-    KF_RETURN_IF_ERROR(sparse_all_reduce_dense(p, small_chunks(), a));
+    KF_RETURN_IF_ERROR(sparse_all_reduce_dense(p, small_chunks(), HostLayout::single_host(n), a));
     for (float v : res)
       if (v != 0.0f) return internal_error("residual not cleared");
     return Status::ok();
   }), w);
   for (const auto& y : out)
     for (size_t i = 0; i < d; ++i) ASSERT_EQ(y[i], static_cast<float>(3 * i + 3 + 3));
+}
+
+TEST(SparseHier, UnequalHostsAreRefused) {
+  ThreadWorld w(4);
+  const std::vector<Status> st = w.run([&](Peers& p) {
+    std::vector<float> x(1000, 1.0f), y(1000);
+    SparseArgs a;
+    a.send = x.data();
+    a.recv = y.data();
+    a.count = x.size();
+    a.k = 10;
+    return sparse_all_reduce_hier(p, small_chunks(), HostLayout({0, 0, 0, 1}), a);
+  });
+  for (const Status& s : st) EXPECT_EQ(s.code(), KF_ERR_INVALID_USAGE) << s.message();
 }
 
 TEST(SparseFlat, NonFiniteGradientFailsEveryRankAndKeepsThemInStep) {
