@@ -7,6 +7,7 @@
 // result is the same as counting over x every time; on the usual gradient
 // shapes this leaves about three passes over x instead of one per round.
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -42,12 +43,13 @@ uint64_t count_blocks(const topk::TopkKernels& kern, const Source& src, uint32_t
   return total;
 }
 
-// Writes what select_range() picks from src, given the per-block counts at t1
+// Writes what kern.select() picks from src, given the per-block counts at t1
 // (above) and at t2 (above + band); every block knows where its output and its
 // band ordinals start from the counts alone, so the blocks run in parallel.
-void select_all(const Source& src, const std::vector<uint64_t>& above,
-                const std::vector<uint64_t>& at_t2, uint32_t t1, uint32_t t2, uint64_t win_lo,
-                uint64_t win_hi, int threads, float* values, uint32_t* indices) {
+void select_all(const topk::TopkKernels& kern, const Source& src,
+                const std::vector<uint64_t>& above, const std::vector<uint64_t>& at_t2, uint32_t t1,
+                uint32_t t2, uint64_t win_lo, uint64_t win_hi, int threads, float* values,
+                uint32_t* indices) {
   const size_t blocks = block_count(src.n);
   std::vector<uint64_t> band_start(blocks), out_start(blocks);
   uint64_t band = 0, out = 0;
@@ -60,10 +62,26 @@ void select_all(const Source& src, const std::vector<uint64_t>& above,
     band += in_band;
   }
   topk::for_blocks(blocks, threads, [&](size_t b) {
-    topk::select_range(src.values + b * kBlock,
-                       src.indices != nullptr ? src.indices + b * kBlock : nullptr, b * kBlock,
-                       src.block_size(b), t1, t2, band_start[b], win_lo, win_hi, values, indices,
-                       out_start[b]);
+    kern.select(src.values + b * kBlock,
+                src.indices != nullptr ? src.indices + b * kBlock : nullptr, b * kBlock,
+                src.block_size(b), t1, t2, band_start[b], win_lo, win_hi, values, indices,
+                out_start[b]);
+  });
+}
+
+// Copies the elements of x with key >= t (at_t[b] of them in block b) to
+// values / indices.
+void compact_all(const topk::TopkKernels& kern, const Source& x, const std::vector<uint64_t>& at_t,
+                 uint32_t t, int threads, float* values, uint32_t* indices) {
+  std::vector<uint64_t> out_start(at_t.size());
+  uint64_t out = 0;
+  for (size_t b = 0; b < at_t.size(); ++b) {
+    out_start[b] = out;
+    out += at_t[b];
+  }
+  topk::for_blocks(at_t.size(), threads, [&](size_t b) {
+    kern.compact(x.values + b * kBlock, x.block_size(b), t, b * kBlock, values + out_start[b],
+                 indices + out_start[b], at_t[b]);
   });
 }
 
@@ -79,8 +97,7 @@ Status mstopk(const float* x, size_t d, size_t k, const TopkOptions& options, fl
               uint32_t* indices) {
   KF_RETURN_IF_ERROR(topk::check_args("mstopk", x, d, k, values, indices));
   if (options.rounds < 0) {
-    return invalid_argument("mstopk: rounds = " + std::to_string(options.rounds) +
-                            " is negative");
+    return invalid_argument("mstopk: rounds = " + std::to_string(options.rounds) + " is negative");
   }
   if (options.threads < 0 || options.threads > 1024) {
     return invalid_argument("mstopk: threads = " + std::to_string(options.threads) +
@@ -113,8 +130,9 @@ Status mstopk(const float* x, size_t d, size_t k, const TopkOptions& options, fl
   // and t2 over the current source.
   topk::ThresholdSearch search(d, k, mean_key, max_key, options.rounds);
   std::vector<uint64_t> above(blocks, 0), at_t2 = block_sizes(src), counts;
-  std::vector<float> cand_values;
-  std::vector<uint32_t> cand_indices;
+  // Not value-initialised: compact_all writes every element.
+  std::unique_ptr<float[]> cand_values;
+  std::unique_ptr<uint32_t[]> cand_indices;
   int src_threads = threads;
   bool compacted = false;
   uint32_t t = 0;
@@ -124,11 +142,10 @@ Status mstopk(const float* x, size_t d, size_t k, const TopkOptions& options, fl
     (n <= k ? above : at_t2).swap(counts);
     const topk::Bracket& br = search.bracket();
     if (!compacted && br.k2 <= d / 16) {
-      cand_values.resize(br.k2);
-      cand_indices.resize(br.k2);
-      select_all(src, at_t2, at_t2, br.t2, br.t2, 0, 0, threads, cand_values.data(),
-                 cand_indices.data());
-      src = Source{cand_values.data(), cand_indices.data(), cand_values.size()};
+      cand_values.reset(new float[br.k2]);
+      cand_indices.reset(new uint32_t[br.k2]);
+      compact_all(kern, src, at_t2, br.t2, threads, cand_values.get(), cand_indices.get());
+      src = Source{cand_values.get(), cand_indices.get(), static_cast<size_t>(br.k2)};
       compacted = true;
       src_threads = topk::thread_count(options.threads, block_count(src.n));
       at_t2 = block_sizes(src);
@@ -145,7 +162,8 @@ Status mstopk(const float* x, size_t d, size_t k, const TopkOptions& options, fl
   const topk::Bracket& br = search.bracket();
   const uint64_t need = k - br.k1;
   const uint64_t start = need > 0 ? topk::window_start(options.seed, br.k2 - br.k1, need) : 0;
-  select_all(src, above, at_t2, br.t1, br.t2, start, start + need, src_threads, values, indices);
+  select_all(kern, src, above, at_t2, br.t1, br.t2, start, start + need, src_threads, values,
+             indices);
   return Status::ok();
 }
 

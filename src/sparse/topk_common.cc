@@ -54,21 +54,5 @@ int thread_count(int requested, size_t blocks) {
   return t == 0 ? 1 : static_cast<int>(t);
 }
 
-void select_range(const float* src, const uint32_t* idx, size_t base, size_t n, uint32_t t1,
-                  uint32_t t2, uint64_t band_ordinal, uint64_t win_lo, uint64_t win_hi,
-                  float* out_values, uint32_t* out_indices, size_t pos) {
-  for (size_t i = 0; i < n; ++i) {
-    const uint32_t key = key_of(src[i]);
-    if (key < t2) continue;
-    if (key < t1) {
-      const uint64_t ordinal = band_ordinal++;
-      if (ordinal < win_lo || ordinal >= win_hi) continue;
-    }
-    out_values[pos] = src[i];
-    out_indices[pos] = idx != nullptr ? idx[i] : static_cast<uint32_t>(base + i);
-    ++pos;
-  }
-}
-
 }  // namespace topk
 }  // namespace kf

@@ -1,6 +1,5 @@
 // What mstopk.cc and exact_topk.cc share: argument checks, the block
-// structure of the passes and the threads that run them, and the pass that
-// writes the selected pairs.
+// structure of the passes and the threads that run them.
 #pragma once
 
 #include <cstddef>
@@ -16,7 +15,9 @@ namespace topk {
 // results combined in block order make the output independent of threading.
 constexpr size_t kBlock = size_t{1} << 16;
 
-inline size_t block_count(size_t n) { return (n + kBlock - 1) / kBlock; }
+inline size_t block_count(size_t n) {
+  return (n + kBlock - 1) / kBlock;
+}
 
 // Checks d < 2^32 and the pointers needed for min(k, d) pairs. `who` names
 // the function in the message.
@@ -38,15 +39,6 @@ int thread_count(int requested, size_t blocks);
 // started, the caller runs its range.
 template <typename Fn>
 void for_blocks(size_t blocks, int threads, Fn&& fn);
-
-// One block's share of the final selection over src (n elements, indices
-// from idx, or base + i when idx is null): every element with key >= t1 and
-// the band elements (t2 <= key < t1) whose band ordinal, counted from
-// band_ordinal at the block's start, lies in [win_lo, win_hi); written from
-// out position `pos` on, in index order.
-void select_range(const float* src, const uint32_t* idx, size_t base, size_t n, uint32_t t1,
-                  uint32_t t2, uint64_t band_ordinal, uint64_t win_lo, uint64_t win_hi,
-                  float* out_values, uint32_t* out_indices, size_t pos);
 
 }  // namespace topk
 }  // namespace kf

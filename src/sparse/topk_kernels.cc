@@ -39,11 +39,35 @@ uint64_t count_ge_baseline(const float* x, size_t n, uint32_t t) {
   return count;
 }
 
+void select_baseline(const float* src, const uint32_t* idx, size_t base, size_t n, uint32_t t1,
+                     uint32_t t2, uint64_t band_ordinal, uint64_t win_lo, uint64_t win_hi,
+                     float* out_values, uint32_t* out_indices, size_t pos) {
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t key = key_of(src[i]);
+    if (key < t2) continue;
+    select_one(src, idx, base, i, key, t1, &band_ordinal, win_lo, win_hi, out_values, out_indices,
+               &pos);
+  }
+}
+
+size_t compact_baseline(const float* x, size_t n, uint32_t t, size_t base, float* out_values,
+                        uint32_t* out_indices, size_t /*room*/) {
+  size_t pos = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (key_of(x[i]) < t) continue;
+    out_values[pos] = x[i];
+    out_indices[pos] = static_cast<uint32_t>(base + i);
+    ++pos;
+  }
+  return pos;
+}
+
 }  // namespace
 
 namespace detail {
 const TopkKernels& baseline_topk_kernels() {
-  static const TopkKernels table{stats_baseline, count_ge_baseline};
+  static const TopkKernels table{stats_baseline, count_ge_baseline, select_baseline,
+                                 compact_baseline};
   return table;
 }
 }  // namespace detail
@@ -56,7 +80,9 @@ const TopkKernels& topk_kernels(KernelIsa isa) {
   return detail::baseline_topk_kernels();
 }
 
-const TopkKernels& topk_kernels() { return topk_kernels(active_kernels().isa); }
+const TopkKernels& topk_kernels() {
+  return topk_kernels(active_kernels().isa);
+}
 
 }  // namespace topk
 }  // namespace kf

@@ -14,7 +14,9 @@
 
 namespace {
 
-std::string last_error() { return kf_comm_last_error(nullptr); }
+std::string last_error() {
+  return kf_comm_last_error(nullptr);
+}
 
 TEST(TopkApi, ArgumentErrors) {
   const float x[4] = {1, -5, 3, 2};

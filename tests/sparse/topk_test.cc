@@ -2,6 +2,8 @@
 // naive statement of the algorithm (bit-identical, for every thread count and
 // kernel ISA), the properties the sparse all_reduce relies on (k distinct
 // ascending indices, values from x), quality, determinism and edge cases.
+#include "sparse/topk.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,7 +13,6 @@
 #include <vector>
 
 #include "algo/kernels/kernels.h"
-#include "sparse/topk.h"
 #include "topk_test_util.h"
 
 namespace {
@@ -225,8 +226,9 @@ TEST(TopkEdges, NanAndInfAreRejectedWithTheirIndex) {
       for (size_t k : {size_t{10}, size_t{200000}}) {
         std::vector<float> vv(std::min<size_t>(k, x.size()));
         std::vector<uint32_t> ii(vv.size());
-        const kf::Status st = algo == 0 ? kf::mstopk(x.data(), x.size(), k, {}, vv.data(), ii.data())
-                                        : kf::exact_topk(x.data(), x.size(), k, vv.data(), ii.data());
+        const kf::Status st = algo == 0
+                                  ? kf::mstopk(x.data(), x.size(), k, {}, vv.data(), ii.data())
+                                  : kf::exact_topk(x.data(), x.size(), k, vv.data(), ii.data());
         EXPECT_EQ(st.code(), KF_ERR_INVALID_ARGUMENT);
         EXPECT_NE(st.message().find("x[77777]"), std::string::npos) << st.message();
       }
