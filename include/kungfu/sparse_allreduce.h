@@ -14,12 +14,12 @@
  *    all-gathered among all ranks and added into the output.
  *  - hier: the ranks of each host first reduce-scatter their gradients
  *    (dense, over shared memory); each rank selects ceil(k / ranks per host)
- *    of its shard of the host sum; the ranks with the same local rank
- *    all-gather their pairs across hosts (all local ranks at once, so every
- *    host's link is used by all its ranks); each rank adds the pairs into its
- *    shard; the host all-gathers the shards. Inter-host traffic is about k
- *    pairs per host instead of k per rank. Needs the same number of ranks on
- *    every host.
+ *    (at most count / ranks per host) of its shard of the host sum; the
+ *    ranks with the same local rank all-gather their pairs across hosts (all
+ *    local ranks at once, so every host's link is used by all its ranks);
+ *    the ranks of a host all-gather those pairs, and every rank adds them
+ *    into its output. Inter-host traffic is about k pairs per host instead
+ *    of k per rank. Needs the same number of ranks on every host.
  *  - auto: hier when the communicator spans several hosts with several ranks
  *    each (and the same number on every host), else flat.
  *  - dense: a plain all_reduce of (gradient + residual).
@@ -110,7 +110,8 @@ typedef struct kf_sparse_options {
  *                          travel as 32-bit).
  * @param[in]     op        KF_SUM or KF_AVG (sum divided by the rank count).
  * @param[in]     k         Entries each rank sends (flat), or each host
- *                          (hier: ceil(k / ranks per host) per rank);
+ *                          (hier: ceil(k / ranks per host) per rank, at
+ *                          most count / ranks per host);
  *                          k = density * count. 1 .. count.
  * @param[in,out] residual  NULL (no error feedback) or count floats owned by
  *                          the caller, zeroed before the first call; updated
@@ -122,9 +123,8 @@ typedef struct kf_sparse_options {
  *         k or count, overlapping residual, bad options, or a non-finite
  *         gradient (NaN/Inf: MSTopK cannot rank it); KF_ERR_INVALID_USAGE
  *         for KF_SPARSE_HIER with unequal hosts, ranks that disagree, or a
- *         peer whose gradient was not finite (flat: reported on every rank;
- *         hier: on the ranks with that rank's local rank, while the others
- *         receive NaN in that rank's shard; the communicator stays usable);
+ *         peer whose gradient was not finite (reported on every rank, naming
+ *         it; the communicator stays usable);
  *         KF_ERR_REMOTE when a peer failed or sent malformed pairs;
  *         KF_ERR_TIMEOUT; KF_ERR_ABORTED.
  */

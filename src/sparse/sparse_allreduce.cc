@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -50,31 +49,26 @@ Status select_pairs(const float* grad, float* residual, size_t len, size_t k,
   return Status::ok();
 }
 
-// out[0..len) = sum over blocks (in block order, so that every rank adds in
-// the same order and ends with the same bits) of the blocks' pairs. Every
-// index came over the network and is checked before it is used.
-Status scatter_add(const std::vector<SparsePair>& gathered, size_t blocks, size_t k, float* out,
-                   size_t len, const std::vector<int>& block_rank) {
-  std::memset(out, 0, len * sizeof(float));
-  for (size_t b = 0; b < blocks; ++b) {
-    const SparsePair* pb = gathered.data() + b * k;
-    for (size_t j = 0; j < k; ++j) {
-      if (pb[j].index >= len) {
-        if (pb[j].index == kFailedIndex) {
-          // Not a remote error: every rank finished the exchange, so the
-          // communicator is still in step and stays usable.
-          return invalid_usage("sparse all_reduce: rank " + std::to_string(block_rank[b]) +
-                               " could not select its top-k entries (a non-finite gradient?"
-                               " see that rank's error)");
-        }
-        return remote_error("sparse all_reduce: rank " + std::to_string(block_rank[b]) +
-                            " sent index " + std::to_string(pb[j].index) + " outside 0.." +
-                            std::to_string(len - 1));
-      }
+// Every index came over the network: checked before any is used. A block
+// of the failure marker means that rank's selection failed.
+Status check_block(const SparsePair* pb, size_t k, size_t len, int from) {
+  for (size_t j = 0; j < k; ++j) {
+    if (pb[j].index < len) continue;
+    if (pb[j].index == kFailedIndex) {
+      // Not a remote error: every rank finished the exchange, so the
+      // communicator is still in step and stays usable.
+      return invalid_usage("sparse all_reduce: rank " + std::to_string(from) +
+                           " could not select its top-k entries (a non-finite gradient?"
+                           " see that rank's error)");
     }
-    for (size_t j = 0; j < k; ++j) out[pb[j].index] += pb[j].value;
+    return remote_error("sparse all_reduce: rank " + std::to_string(from) + " sent index " +
+                        std::to_string(pb[j].index) + " outside 0.." + std::to_string(len - 1));
   }
   return Status::ok();
+}
+
+void add_block(const SparsePair* pb, size_t k, float* out) {
+  for (size_t j = 0; j < k; ++j) out[pb[j].index] += pb[j].value;
 }
 
 void finish_op(kf_op_t op, float* buf, size_t len, int n) {
@@ -91,9 +85,9 @@ Status gather_pairs(Peers& p, const AlgoOptions& o, const std::vector<SparsePair
 
 }  // namespace
 
-size_t hier_shard_k(size_t k, size_t local_size, size_t shard_len) {
+size_t hier_shard_k(size_t k, size_t local_size, size_t count) {
   const size_t ks = (k + local_size - 1) / local_size;
-  return std::min(ks, shard_len);
+  return std::min(ks, count / local_size);  // the shortest shard's length
 }
 
 Status sparse_all_reduce_flat(Peers& p, const AlgoOptions& o, const SparseArgs& a) {
@@ -105,9 +99,12 @@ Status sparse_all_reduce_flat(Peers& p, const AlgoOptions& o, const SparseArgs& 
   std::vector<SparsePair> gathered;
   KF_RETURN_IF_ERROR(gather_pairs(p, o, mine, k, &gathered));
   KF_RETURN_IF_ERROR(selected);
-  std::vector<int> ranks(static_cast<size_t>(p.size()));
-  for (size_t r = 0; r < ranks.size(); ++r) ranks[r] = static_cast<int>(r);
-  KF_RETURN_IF_ERROR(scatter_add(gathered, ranks.size(), k, a.recv, a.count, ranks));
+  // Blocks are added in rank order on every rank: the same bits everywhere.
+  for (int r = 0; r < p.size(); ++r) {
+    KF_RETURN_IF_ERROR(check_block(gathered.data() + static_cast<size_t>(r) * k, k, a.count, r));
+  }
+  std::memset(a.recv, 0, a.count * sizeof(float));
+  for (int r = 0; r < p.size(); ++r) add_block(gathered.data() + static_cast<size_t>(r) * k, k, a.recv);
   finish_op(a.op, a.recv, a.count, p.size());
   return Status::ok();
 }
@@ -147,30 +144,48 @@ Status sparse_all_reduce_hier(Peers& p, const AlgoOptions& o, const HostLayout& 
     copy_elems(a.recv, a.send, a.count, es);
   }
 
-  // 2. Top-k of the shard (+ this rank's residual of it).
-  const size_t ks = hier_shard_k(a.k, static_cast<size_t>(L), seg.len);
+  // 2. Top-k of the shard (+ this rank's residual of it). Every rank selects
+  //    the same number, so that all blocks below have one size.
+  const size_t ks = hier_shard_k(a.k, static_cast<size_t>(L), a.count);
   float* res = a.residual != nullptr ? a.residual + seg.begin : nullptr;
   std::vector<SparsePair> mine;
   const Status selected = select_pairs(shard, res, seg.len, ks, a.topk, &mine);
 
   // 3. Inter-host all-gather among the ranks with my local rank. Every
   //    local rank runs its own at the same time, over its own connections.
+  const size_t H = column.size();
   std::vector<SparsePair> gathered;
   KF_RETURN_IF_ERROR(gather_pairs(inter, o, mine, ks, &gathered));
-  Status st = selected;
-  // 4. Decompress: shard = sum over hosts of their selected entries.
-  if (st.is_ok()) st = scatter_add(gathered, column.size(), ks, shard, seg.len, column);
-  if (st.is_ok()) finish_op(a.op, shard, seg.len, p.size());
-  // A failure is not returned before the intra-host all-gather: the other
-  // ranks of this host wait for this rank's shard. On failure the shard is
-  // filled with NaN, so the ranks of the other columns (which cannot see the
-  // error) end with NaN there, as a dense all_reduce of a NaN gradient
-  // would, instead of with a silently wrong number.
-  if (!st.is_ok()) std::fill(shard, shard + seg.len, std::numeric_limits<float>::quiet_NaN());
 
-  // 5. Intra-host all-gather of the dense shards (steps after the reduce-scatter's).
-  if (L > 1) KF_RETURN_IF_ERROR(ring_all_gather_core(intra, lay, es, a.recv, L - 1, false));
-  return st;
+  // 4. Intra-host all-gather of the gathered pairs (H * ks per local rank),
+  //    on the steps after the reduce-scatter's. The pairs, not the
+  //    decompressed dense shards, cross shared memory: H * ks * 8 bytes
+  //    instead of count / L * 4 per rank.
+  const size_t block = H * ks;
+  std::vector<SparsePair> all(static_cast<size_t>(L) * block);
+  std::copy(gathered.begin(), gathered.end(), all.begin() + static_cast<long>(local_rank * block));
+  if (L > 1 && block > 0) {
+    const Layout pl = Layout::blocks(block, L, chunk_elems(o, sizeof(SparsePair)));
+    KF_RETURN_IF_ERROR(ring_all_gather_core(intra, pl, sizeof(SparsePair), all.data(), L - 1, false));
+  }
+  KF_RETURN_IF_ERROR(selected);
+
+  // 5. Decompress: shard l of the result = sum over hosts (in host order, on
+  //    every rank: the same bits everywhere) of the pairs of column l.
+  for (int l = 0; l < L; ++l) {
+    const std::vector<int> col = hosts.cross_group(l);
+    for (size_t h = 0; h < H; ++h) {
+      const SparsePair* pb = all.data() + static_cast<size_t>(l) * block + h * ks;
+      KF_RETURN_IF_ERROR(check_block(pb, ks, lay.segment(l).len, col[h]));
+    }
+  }
+  std::memset(a.recv, 0, a.count * es);
+  for (int l = 0; l < L; ++l) {
+    float* out = a.recv + lay.segment(l).begin;
+    for (size_t h = 0; h < H; ++h) add_block(all.data() + static_cast<size_t>(l) * block + h * ks, ks, out);
+  }
+  finish_op(a.op, a.recv, a.count, p.size());
+  return Status::ok();
 }
 
 Status sparse_all_reduce_dense(Peers& p, const AlgoOptions& o, const HostLayout& hosts,

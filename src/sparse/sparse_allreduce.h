@@ -54,9 +54,11 @@ static_assert(sizeof(SparsePair) == 8, "pairs travel as 8-byte words");
 Status sparse_all_reduce_flat(Peers& p, const AlgoOptions& o, const SparseArgs& a);
 
 // Hierarchical (HiTopKComm): intra-host dense reduce-scatter, MSTopK of
-// ceil(k / local size) on each rank's shard, all-gather of the pairs among
+// hier_shard_k() entries of each rank's shard, all-gather of the pairs among
 // the ranks with the same local rank (one per host, all columns at once),
-// scatter-add into the shard, intra-host all-gather of the dense shards.
+// intra-host all-gather of those pairs, and every rank adds all pairs into
+// its output. (Gathering the pairs rather than the decompressed dense shards
+// moves H*ks*8 bytes per rank through shared memory instead of count/L*4.)
 // `hosts` must describe the ranks of p and hold the same number of ranks on
 // every host (KF_ERR_INVALID_USAGE otherwise).
 Status sparse_all_reduce_hier(Peers& p, const AlgoOptions& o, const HostLayout& hosts,
@@ -68,7 +70,8 @@ Status sparse_all_reduce_hier(Peers& p, const AlgoOptions& o, const HostLayout& 
 Status sparse_all_reduce_dense(Peers& p, const AlgoOptions& o, const HostLayout& hosts,
                                const SparseArgs& a);
 
-// Pairs each rank of the hierarchical algorithm selects from its shard.
-size_t hier_shard_k(size_t k, size_t local_size, size_t shard_len);
+// Pairs each rank of the hierarchical algorithm selects from its shard:
+// ceil(k / local_size), at most the shortest shard (count / local_size).
+size_t hier_shard_k(size_t k, size_t local_size, size_t count);
 
 }  // namespace kf

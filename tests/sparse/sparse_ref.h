@@ -91,7 +91,7 @@ inline std::vector<double> hier_expected(size_t d, size_t k, int hosts, int loca
     for (size_t p = 0; p < L; ++p) {
       size_t b, n;
       piece(d, L, p, &b, &n);
-      const size_t ks = std::min((k + L - 1) / L, n);
+      const size_t ks = std::min((k + L - 1) / L, d / L);
       add_top(host_sum.data() + b, n, ks, out.data() + b);
     }
   }
