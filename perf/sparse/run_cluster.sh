@@ -10,5 +10,5 @@ here=$(cd "$(dirname "$0")" && pwd)
 build=${1:?usage: run_cluster.sh BUILD_DIR [sparse_bench options]}
 shift
 exec "$here/../../tests/cluster/cluster.sh" run --kfrun "$build/tools/kfrun" --rate "${RATE:-1gbit}" \
-  --kfrun-arg=--timeout --kfrun-arg=3000 --kfrun-arg=-x --kfrun-arg=KF_TIMEOUT_MS=900000 \
+  --kfrun-arg=--timeout --kfrun-arg=3000 ${KF_LOG_LEVEL:+--kfrun-arg=-x --kfrun-arg=KF_LOG_LEVEL=$KF_LOG_LEVEL} --kfrun-arg=-x --kfrun-arg=KF_TIMEOUT_MS=900000 \
   "${HOSTS:-2}" "${RANKS:-2}" -- "$build/perf/sparse_bench" "$@"

@@ -34,6 +34,7 @@ struct Args {
   int warmup = 1;
   bool ef = false;
   bool dense_ring = true;
+  int threads = 0;  // MSTopK threads per rank (0 = the library's choice)
 };
 
 uint64_t parse_size(const std::string& s) {
@@ -62,9 +63,10 @@ std::vector<T> split(const std::string& s, F parse) {
 void usage() {
   std::fprintf(stderr,
                "usage: sparse_bench [--sizes 25.6M,138M] [--densities 0.01,0.001] [--iters 3]\n"
-               "                    [--warmup 1] [--ef] [--no-dense-ring]\n"
+               "                    [--warmup 1] [--ef] [--no-dense-ring] [--threads T]\n"
                "  --ef             keep a residual (error feedback; one more buffer per rank)\n"
-               "  --no-dense-ring  skip kf_all_reduce (time only the hierarchical dense)\n");
+               "  --no-dense-ring  skip kf_all_reduce (time only the hierarchical dense)\n"
+               "  --threads T      MSTopK threads per rank (default 0: the library's choice)\n");
 }
 
 bool parse_args(int argc, char** argv, Args* a) {
@@ -81,6 +83,8 @@ bool parse_args(int argc, char** argv, Args* a) {
       a->warmup = std::max(0, std::atoi(value().c_str()));
     } else if (k == "--ef") {
       a->ef = true;
+    } else if (k == "--threads") {
+      a->threads = std::max(0, std::atoi(value().c_str()));
     } else if (k == "--no-dense-ring") {
       a->dense_ring = false;
     } else {
@@ -129,6 +133,7 @@ double time_op(Bench& b, uint64_t n, const char* what, kf_sparse_algorithm_t alg
     } else {
       kf_sparse_options_t o = KF_SPARSE_OPTIONS_INITIALIZER;
       o.algorithm = algo;
+      o.threads = b.args->threads;
       st = kf_sparse_all_reduce(b.comm, b.buf, b.buf, n, KF_SUM, k, b.residual, &o);
     }
     double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

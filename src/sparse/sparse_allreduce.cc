@@ -1,6 +1,7 @@
 #include "sparse/sparse_allreduce.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "algo/ring.h"
 #include "algo/strategy.h"
 #include "algo/sub_peers.h"
+#include "base/log.h"
 
 namespace kf {
 namespace {
@@ -83,6 +85,23 @@ Status gather_pairs(Peers& p, const AlgoOptions& o, const std::vector<SparsePair
   return all_gather(p, o, mine.data(), gathered->data(), k, KF_UINT64);
 }
 
+// Milliseconds of each phase, logged at debug level (KF_LOG_LEVEL=debug):
+// where the time of a sparse all_reduce goes.
+class PhaseClock {
+ public:
+  void mark(const char* phase) {
+    const auto now = std::chrono::steady_clock::now();
+    text_ += std::string(text_.empty() ? "" : ", ") + phase + " " +
+             std::to_string(std::chrono::duration<double, std::milli>(now - last_).count()).substr(0, 6) + " ms";
+    last_ = now;
+  }
+  const std::string& text() const { return text_; }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+  std::string text_;
+};
+
 }  // namespace
 
 size_t hier_shard_k(size_t k, size_t local_size, size_t count) {
@@ -128,6 +147,7 @@ Status sparse_all_reduce_hier(Peers& p, const AlgoOptions& o, const HostLayout& 
   const Layout lay = Layout::balanced(a.count, L, chunk_elems(o, es));
   const Range seg = lay.segment(local_rank);
   float* shard = a.recv + seg.begin;
+  PhaseClock clock;
 
   // 1. Intra-host dense reduce-scatter: shard = sum of this host's gradients.
   //    recv doubles as the accumulator of the segments passing through.
@@ -149,13 +169,16 @@ Status sparse_all_reduce_hier(Peers& p, const AlgoOptions& o, const HostLayout& 
   const size_t ks = hier_shard_k(a.k, static_cast<size_t>(L), a.count);
   float* res = a.residual != nullptr ? a.residual + seg.begin : nullptr;
   std::vector<SparsePair> mine;
+  clock.mark("reduce-scatter");
   const Status selected = select_pairs(shard, res, seg.len, ks, a.topk, &mine);
+  clock.mark("select");
 
   // 3. Inter-host all-gather among the ranks with my local rank. Every
   //    local rank runs its own at the same time, over its own connections.
   const size_t H = column.size();
   std::vector<SparsePair> gathered;
   KF_RETURN_IF_ERROR(gather_pairs(inter, o, mine, ks, &gathered));
+  clock.mark("inter-host all-gather");
 
   // 4. Intra-host all-gather of the gathered pairs (H * ks per local rank),
   //    on the steps after the reduce-scatter's. The pairs, not the
@@ -169,6 +192,7 @@ Status sparse_all_reduce_hier(Peers& p, const AlgoOptions& o, const HostLayout& 
     KF_RETURN_IF_ERROR(ring_all_gather_core(intra, pl, sizeof(SparsePair), all.data(), L - 1, false));
   }
   KF_RETURN_IF_ERROR(selected);
+  clock.mark("intra-host all-gather");
 
   // 5. Decompress: shard l of the result = sum over hosts (in host order, on
   //    every rank: the same bits everywhere) of the pairs of column l.
@@ -185,6 +209,9 @@ Status sparse_all_reduce_hier(Peers& p, const AlgoOptions& o, const HostLayout& 
     for (size_t h = 0; h < H; ++h) add_block(all.data() + static_cast<size_t>(l) * block + h * ks, ks, out);
   }
   finish_op(a.op, a.recv, a.count, p.size());
+  clock.mark("decompress");
+  KF_LOG_DEBUG("hierarchical sparse all_reduce of " + std::to_string(a.count) + " (k " +
+               std::to_string(ks) + " per rank): " + clock.text());
   return Status::ok();
 }
 
