@@ -41,6 +41,7 @@
 #include "kungfu/sparse.h"
 #include "kungfu/sparse_allreduce.h"
 #include "kungfu/pto.h"
+#include "kungfu/async.h"
 
 #ifdef __cplusplus
 extern "C" {

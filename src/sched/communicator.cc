@@ -44,7 +44,16 @@ AlgoOptions algo_options_from_knobs() {
 
 Communicator::Communicator(int rank, int size, const CommOptions& opts)
     : rank_(rank), size_(size), opts_(opts), algo_(algo_options_from_knobs()),
-      engine_(engine_options(rank, size, opts)) {}
+      engine_(engine_options(rank, size, opts)),
+      async_(new AsyncEngine(&engine_, algo_, opts.timeout_ms)) {
+  // Control frames of asynchronous operations go to the async engine, even
+  // before this rank submits the operation they belong to.
+  AsyncEngine* async = async_.get();
+  engine_.mailbox().set_control_hook([async](int src, const FrameHeader& h) {
+    async->on_control_frame(src, h.name_hash, h.seq, h.step, h.signature);
+    return h.step == AsyncEngine::kStartStep;
+  });
+}
 
 Communicator::~Communicator() { shutdown(); }
 
@@ -189,6 +198,8 @@ Status Communicator::connect_shm(const std::vector<std::string>& addresses) {
 void Communicator::shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
+  // Pending asynchronous operations finish (or time out) before the goodbyes.
+  async_->drain(opts_.timeout_ms < 0 ? 10000 : opts_.timeout_ms);
   if (tcp_) {
     // Goodbyes are a courtesy: wait for them a little, less so when the
     // communicator already broke (a peer may be hung).

@@ -11,6 +11,7 @@
 #include "algo/collectives.h"
 #include "base/status.h"
 #include "bootstrap/rendezvous.h"
+#include "sched/async_engine.h"
 #include "sched/engine.h"
 #include "topo/job_topology.h"
 #include "transport/shm/shm_transport.h"
@@ -62,6 +63,8 @@ class Communicator {
   }
   // The algorithm options read from the KF_ALGO* knobs at creation.
   const AlgoOptions& algo_options() const { return algo_; }
+  // Asynchronous named operations (include/kungfu/async.h).
+  AsyncEngine& async() { return *async_; }
 
  private:
   Communicator(int rank, int size, const CommOptions& opts);
@@ -85,6 +88,8 @@ class Communicator {
   Engine engine_;
   std::unique_ptr<TcpTransport> tcp_;
   std::unique_ptr<ShmTransport> shm_;
+  // After the transports: destroyed first, while they still carry frames.
+  std::unique_ptr<AsyncEngine> async_;
   bool shut_down_ = false;
   std::mutex blocking_mu_;  // serialises blocking calls
   // Shared-memory collectives: used when every rank shares this host.

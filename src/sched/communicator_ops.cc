@@ -4,16 +4,11 @@
 #include "algo/shm_collectives.h"
 #include "base/dtype.h"
 #include "sched/op_arena.h"
+#include "sched/op_kind.h"
 #include "sched/communicator.h"
 
 namespace kf {
 namespace {
-
-// Operation kinds, part of the signature every rank must agree on.
-enum OpKind : uint32_t {
-  kAllReduce = 1, kBroadcast, kReduce, kAllGather, kReduceScatter, kAllToAll, kGather, kScatter,
-  kBarrier, kSendRecv,
-};
 
 OpSignature sig(OpKind kind, size_t count, int dtype, int op, int root) {
   OpSignature s;

@@ -2,12 +2,14 @@
 
 #include "sched/engine.h"
 
+#include <algorithm>
+
 namespace kf {
 
 OpPeers::OpPeers(Engine* engine, std::string name, uint64_t name_hash, uint64_t seq,
                  uint32_t signature, const Deadline& deadline)
     : engine_(engine), name_(std::move(name)), name_hash_(name_hash), seq_(seq),
-      signature_(signature), deadline_(deadline) {}
+      signature_(signature), deadline_(deadline), display_seq_(seq) {}
 
 int OpPeers::rank() const { return engine_->rank(); }
 int OpPeers::size() const { return engine_->size(); }
@@ -90,17 +92,32 @@ TransferHandle OpPeers::irecv(int peer, Tag tag, void* buf, size_t len) {
 Status OpPeers::wait(const TransferHandle& t) {
   // With same-host peers, the waiting thread moves shared-memory bytes itself.
   ShmTransport* shm = engine_->shm();
-  Status st = shm != nullptr ? shm->wait(t, deadline_) : t->wait(deadline_);
+  Status st;
+  if (!watch_) {
+    st = shm != nullptr ? shm->wait(t, deadline_) : t->wait(deadline_);
+  } else {
+    // Wait in slices, asking the watch between them.
+    for (;;) {
+      Deadline slice = Deadline::after_ms(std::min(20, deadline_.remaining_ms()));
+      st = shm != nullptr ? shm->wait(t, slice) : t->wait(slice);
+      if (st.code() != KF_ERR_TIMEOUT || t->done() || deadline_.expired()) break;
+      Status w = watch_();
+      if (!w.is_ok()) {
+        withdraw_outstanding(w);
+        return w;
+      }
+    }
+  }
   if (st.is_ok()) return st;
   const MessageKey& k = t->key();
   if (st.code() == KF_ERR_TIMEOUT) {
-    st = timeout_error("operation '" + name_ + "' #" + std::to_string(seq_) + " timed out " +
+    st = timeout_error("operation '" + name_ + "' #" + std::to_string(display_seq_) + display_suffix_ + " timed out " +
                        (t->kind() == Transfer::Kind::kRecv ? "waiting for data from rank "
                                                            : "sending to rank ") +
                        std::to_string(k.peer) + " (chunk " + std::to_string(k.chunk) + ", step " +
                        std::to_string(k.step) + ")");
   } else {
-    st = Status(st.code(), "operation '" + name_ + "' #" + std::to_string(seq_) + ": " + st.message());
+    st = Status(st.code(), "operation '" + name_ + "' #" + std::to_string(display_seq_) + display_suffix_ + ": " + st.message());
   }
   // The algorithm returns this error at once and frees its scratch buffers
   // as it unwinds: withdraw every pending transfer first, so that nothing is

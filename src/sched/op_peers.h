@@ -4,6 +4,7 @@
 // withdraw them.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,17 @@ class OpPeers : public Peers {
   // Withdraws every transfer that has not finished (after a failure).
   void withdraw_outstanding(const Status& why);
 
+  // For asynchronous operations: `watch` is polled while wait() blocks (every
+  // few milliseconds); a non-OK result ends the wait with it, so an operation
+  // that failed elsewhere (signature mismatch, stall timeout) stops waiting
+  // for data that will never come. `display_seq` is the sequence number
+  // shown in error texts (the wire sequence also holds the partition).
+  void set_watch(std::function<Status()> watch) { watch_ = std::move(watch); }
+  void set_display(uint64_t display_seq, std::string suffix) {
+    display_seq_ = display_seq;
+    display_suffix_ = std::move(suffix);
+  }
+
  private:
   MessageKey key(int peer, Tag tag) const;
   struct Route {
@@ -53,6 +65,9 @@ class OpPeers : public Peers {
   const uint32_t signature_;
   const Deadline deadline_;
   std::vector<TransferHandle> transfers_;
+  std::function<Status()> watch_;
+  uint64_t display_seq_;
+  std::string display_suffix_;
 };
 
 }  // namespace kf

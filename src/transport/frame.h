@@ -23,6 +23,12 @@ enum class FrameType : uint16_t {
   kBye = 3,    // the sender destroyed its communicator; no more frames follow
 };
 
+// Steps from here up are reserved for the engine's control frames (operation
+// signatures, partition-start announcements). The mailbox shows them to its
+// control hook, and does not compare their signature field, which carries
+// engine data.
+constexpr uint32_t kControlStepFirst = 0xfffffff0u;
+
 struct FrameHeader {
   FrameType type = FrameType::kData;
   uint32_t epoch = 0;      // membership version; frames of another epoch are dropped

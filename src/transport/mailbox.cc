@@ -28,7 +28,7 @@ std::string describe(const MessageKey& k) {
 
 // Why a posted receive cannot take a message; empty if it can.
 std::string mismatch(const Transfer& t, uint32_t signature, size_t len) {
-  if (signature != t.signature()) {
+  if (signature != t.signature() && t.key().step < kControlStepFirst) {
     return "rank " + std::to_string(t.key().peer) +
            " called this operation with different arguments (count, dtype, op or root)";
   }
@@ -67,6 +67,10 @@ Status Mailbox::new_stash_locked(const MessageKey& key, const FrameHeader& h,
 Mailbox::Incoming Mailbox::begin(int src, const FrameHeader& h) {
   MessageKey key = key_of(src, h);
   Incoming in;
+  if (h.step >= kControlStepFirst && control_hook_ && control_hook_(src, h)) {
+    in.discard = true;
+    return in;
+  }
   std::lock_guard<std::mutex> lock(mu_);
   auto it = posted_.find(key);
   if (it != posted_.end()) {

@@ -51,6 +51,12 @@ class Mailbox {
 
   size_t unexpected_bytes() const;
 
+  // Sees every frame whose step is >= kControlStepFirst before it is
+  // matched; returning true consumes it (it must have no payload). Called
+  // on transport threads without locks held. Set before any traffic.
+  using ControlHook = std::function<bool(int src, const FrameHeader& h)>;
+  void set_control_hook(ControlHook hook) { control_hook_ = std::move(hook); }
+
  private:
   void fill_from_stash(const TransferHandle& t, Stash& s);
   // Makes a stash for an unexpected message (caller holds mu_).
@@ -58,6 +64,7 @@ class Mailbox {
 
   const size_t limit_bytes_;
   const std::function<void()> on_space_;
+  ControlHook control_hook_;
   mutable std::mutex mu_;
   std::unordered_map<MessageKey, TransferHandle, MessageKeyHash> posted_;
   std::unordered_map<MessageKey, std::shared_ptr<Stash>, MessageKeyHash> unexpected_;

@@ -1,0 +1,340 @@
+// Asynchronous entry points (include/kungfu/async.h): argument checks, the
+// request handles and their registry; the work is in sched/async_engine.
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_set>
+
+#include "api/guard.h"
+#include "api/validate.h"
+#include "kungfu/kungfu.h"
+#include "sched/op_kind.h"
+
+struct kf_request {
+  std::shared_ptr<kf::AsyncRequest> state;
+  kf_comm* comm = nullptr;
+  kf::AsyncEngine* engine = nullptr;
+};
+
+namespace kf {
+namespace api {
+namespace {
+
+std::mutex g_requests_mu;
+std::unordered_set<kf_request*>& requests() {
+  static auto* set = new std::unordered_set<kf_request*>();
+  return *set;
+}
+
+bool request_live(kf_request* r) {
+  std::lock_guard<std::mutex> lock(g_requests_mu);
+  return r != nullptr && requests().count(r) != 0;
+}
+
+// The options the caller's struct covers, defaults for the rest.
+Status read_options(const char* call, const kf_op_options_t* in, kf_op_options_t* out) {
+  kf_op_options_t d = KF_OP_OPTIONS_INITIALIZER;
+  *out = d;
+  if (in == nullptr) return Status::ok();
+  if (in->magic != KF_OP_OPTIONS_MAGIC || in->size < offsetof(kf_op_options_t, priority)) {
+    return invalid_argument(std::string(call) +
+                            ": opts is not initialised with KF_OP_OPTIONS_INITIALIZER");
+  }
+  std::memcpy(out, in, std::min(in->size, sizeof(kf_op_options_t)));
+  out->size = sizeof(kf_op_options_t);
+  return Status::ok();
+}
+
+Status check_name(const char* call, const char* name) {
+  if (name == nullptr || name[0] == '\0') {
+    return invalid_argument(std::string(call) + ": name must be a non-empty string");
+  }
+  size_t len = strnlen(name, KF_OP_NAME_MAX + 1);
+  if (len > KF_OP_NAME_MAX) {
+    return invalid_argument(std::string(call) + ": name is longer than " +
+                            std::to_string(KF_OP_NAME_MAX) + " bytes");
+  }
+  if (std::strncmp(name, "kf.", 3) == 0) {
+    return invalid_argument(std::string(call) + ": names starting with \"kf.\" are reserved ('" +
+                            std::string(name) + "')");
+  }
+  return Status::ok();
+}
+
+// Common tail of every kf_i* call: options, handle, submission.
+Status submit(const char* call, kf_comm* comm, AsyncOpSpec spec, const kf_op_options_t* opts_in,
+              kf_request_t* req) {
+  kf_op_options_t opts;
+  KF_RETURN_IF_ERROR(read_options(call, opts_in, &opts));
+  spec.priority = opts.priority;
+  spec.partition_bytes = opts.partition_bytes;
+  std::unique_ptr<kf_request> handle;
+  if (req != nullptr) {
+    handle.reset(new kf_request());
+    handle->comm = comm;
+    handle->engine = &comm->impl->async();
+  }
+  if (opts.callback != nullptr) {
+    kf_request_callback_t cb = opts.callback;
+    void* user = opts.user_data;
+    kf_request* h = handle.get();
+    spec.on_complete = [cb, user, h](const Status& st) { cb(h, st.code(), user); };
+  }
+  auto state = std::make_shared<AsyncRequest>();
+  // Registered before submission: the callback may run inside submit().
+  if (handle) {
+    handle->state = state;
+    std::lock_guard<std::mutex> lock(g_requests_mu);
+    requests().insert(handle.get());
+  }
+  Status st = comm->impl->async().submit(std::move(spec), &state);
+  if (!st.is_ok()) {
+    if (handle) {
+      std::lock_guard<std::mutex> lock(g_requests_mu);
+      requests().erase(handle.get());
+    }
+    return st;
+  }
+  if (handle) *req = handle.release();
+  return Status::ok();
+}
+
+AsyncOpSpec spec_of(const char* name, uint32_t kind, const void* send, void* recv, uint64_t count,
+                    int dtype, int op, int root) {
+  AsyncOpSpec s;
+  s.name = name;
+  s.kind = kind;
+  s.send = send;
+  s.recv = recv;
+  s.count = count;
+  s.dtype = static_cast<kf_dtype_t>(dtype);
+  s.op = op;
+  s.root = root;
+  return s;
+}
+
+Status wait_one(kf_request* r) {
+  if (!r->state->done()) {
+    AsyncEngine* e = r->engine;
+    auto state = r->state;
+    r->state->wait([e, state] { return e->help(state); });
+  }
+  Status st = r->state->status();
+  if (!st.is_ok() && is_live(r->comm)) fail(r->comm, st);
+  return st;
+}
+
+}  // namespace
+}  // namespace api
+}  // namespace kf
+
+using kf::Status;
+using kf::api::Check;
+using kf::api::guarded;
+
+extern "C" {
+
+// Each entry point: request pointer cleared, arguments checked as for the
+// blocking call, then submitted.
+#define KF_ASYNC_PROLOGUE(call)                                       \
+  if (req != nullptr) *req = nullptr;                                 \
+  Check c(call, comm);                                                \
+  c.comm();                                                           \
+  KF_RETURN_IF_ERROR(c.status());                                     \
+  KF_RETURN_IF_ERROR(kf::api::check_name(call, name))
+
+KF_API kf_status_t kf_iall_reduce(kf_comm_t comm, const char* name, const void* sendbuf,
+                                  void* recvbuf, uint64_t count, kf_dtype_t dtype_in, kf_op_t op_in,
+                                  const kf_op_options_t* opts, kf_request_t* req) {
+  const int dt = kf::api::raw_enum(dtype_in);
+  const int op = kf::api::raw_enum(op_in);
+  return guarded(comm, [&]() -> Status {
+    KF_ASYNC_PROLOGUE("kf_iall_reduce");
+    c.dtype(dt).op(op).count(count, dt).buffer(sendbuf, "sendbuf", count).buffer(recvbuf, "recvbuf", count);
+    KF_RETURN_IF_ERROR(c.status());
+    return kf::api::submit("kf_iall_reduce", comm,
+                           kf::api::spec_of(name, kf::kAllReduce, sendbuf, recvbuf, count, dt, op, -1),
+                           opts, req);
+  });
+}
+
+KF_API kf_status_t kf_ibroadcast(kf_comm_t comm, const char* name, const void* sendbuf,
+                                 void* recvbuf, uint64_t count, kf_dtype_t dtype_in, int root,
+                                 const kf_op_options_t* opts, kf_request_t* req) {
+  const int dt = kf::api::raw_enum(dtype_in);
+  return guarded(comm, [&]() -> Status {
+    KF_ASYNC_PROLOGUE("kf_ibroadcast");
+    c.dtype(dt).count(count, dt).root(root);
+    KF_RETURN_IF_ERROR(c.status());
+    c.buffer(sendbuf, "sendbuf (on root)", count, comm->impl->rank() == root).buffer(recvbuf, "recvbuf", count);
+    KF_RETURN_IF_ERROR(c.status());
+    return kf::api::submit("kf_ibroadcast", comm,
+                           kf::api::spec_of(name, kf::kBroadcast, sendbuf, recvbuf, count, dt, -1, root),
+                           opts, req);
+  });
+}
+
+KF_API kf_status_t kf_ireduce(kf_comm_t comm, const char* name, const void* sendbuf,
+                              void* recvbuf, uint64_t count, kf_dtype_t dtype_in, kf_op_t op_in,
+                              int root, const kf_op_options_t* opts, kf_request_t* req) {
+  const int dt = kf::api::raw_enum(dtype_in);
+  const int op = kf::api::raw_enum(op_in);
+  return guarded(comm, [&]() -> Status {
+    KF_ASYNC_PROLOGUE("kf_ireduce");
+    c.dtype(dt).op(op).count(count, dt).root(root);
+    KF_RETURN_IF_ERROR(c.status());
+    c.buffer(sendbuf, "sendbuf", count).buffer(recvbuf, "recvbuf (on root)", count, comm->impl->rank() == root);
+    KF_RETURN_IF_ERROR(c.status());
+    return kf::api::submit("kf_ireduce", comm,
+                           kf::api::spec_of(name, kf::kReduce, sendbuf, recvbuf, count, dt, op, root),
+                           opts, req);
+  });
+}
+
+// The block kinds: `count` per rank, buffers of size * count on the side
+// that holds all blocks.
+#define KF_ASYNC_BLOCKS(call, kind, send_n, recv_n, send_needed, recv_needed, OPV, ROOTV)  \
+  return guarded(comm, [&]() -> Status {                                               \
+    KF_ASYNC_PROLOGUE(call);                                                           \
+    uint64_t n = static_cast<uint64_t>(comm->impl->size());                            \
+    c.dtype(dt).count(count, dt, n);                                                   \
+    if ((OPV) >= 0) c.op(OPV);                                                         \
+    if (kind == kf::kGather || kind == kf::kScatter) c.root(ROOTV);                    \
+    KF_RETURN_IF_ERROR(c.status());                                                    \
+    c.buffer(sendbuf, "sendbuf", (send_n), (send_needed))                              \
+        .buffer(recvbuf, "recvbuf", (recv_n), (recv_needed));                          \
+    KF_RETURN_IF_ERROR(c.status());                                                    \
+    return kf::api::submit(call, comm,                                                 \
+                           kf::api::spec_of(name, kind, sendbuf, recvbuf, count, dt, OPV, ROOTV), \
+                           opts, req);                                                 \
+  })
+
+KF_API kf_status_t kf_iall_gather(kf_comm_t comm, const char* name, const void* sendbuf,
+                                  void* recvbuf, uint64_t count, kf_dtype_t dtype_in,
+                                  const kf_op_options_t* opts, kf_request_t* req) {
+  const int dt = kf::api::raw_enum(dtype_in);
+  KF_ASYNC_BLOCKS("kf_iall_gather", kf::kAllGather, count, count, true, true, -1, -1);
+}
+
+KF_API kf_status_t kf_ireduce_scatter(kf_comm_t comm, const char* name, const void* sendbuf,
+                                      void* recvbuf, uint64_t count, kf_dtype_t dtype_in,
+                                      kf_op_t op_in, const kf_op_options_t* opts,
+                                      kf_request_t* req) {
+  const int dt = kf::api::raw_enum(dtype_in);
+  const int op = kf::api::raw_enum(op_in);
+  KF_ASYNC_BLOCKS("kf_ireduce_scatter", kf::kReduceScatter, count, count, true, true, op, -1);
+}
+
+KF_API kf_status_t kf_iall_to_all(kf_comm_t comm, const char* name, const void* sendbuf,
+                                  void* recvbuf, uint64_t count, kf_dtype_t dtype_in,
+                                  const kf_op_options_t* opts, kf_request_t* req) {
+  const int dt = kf::api::raw_enum(dtype_in);
+  KF_ASYNC_BLOCKS("kf_iall_to_all", kf::kAllToAll, count, count, true, true, -1, -1);
+}
+
+KF_API kf_status_t kf_igather(kf_comm_t comm, const char* name, const void* sendbuf,
+                              void* recvbuf, uint64_t count, kf_dtype_t dtype_in, int root,
+                              const kf_op_options_t* opts, kf_request_t* req) {
+  const int dt = kf::api::raw_enum(dtype_in);
+  KF_ASYNC_BLOCKS("kf_igather", kf::kGather, count, count, true, comm->impl->rank() == root, -1, root);
+}
+
+KF_API kf_status_t kf_iscatter(kf_comm_t comm, const char* name, const void* sendbuf,
+                               void* recvbuf, uint64_t count, kf_dtype_t dtype_in, int root,
+                               const kf_op_options_t* opts, kf_request_t* req) {
+  const int dt = kf::api::raw_enum(dtype_in);
+  KF_ASYNC_BLOCKS("kf_iscatter", kf::kScatter, count, count, comm->impl->rank() == root, true, -1, root);
+}
+
+KF_API kf_status_t kf_ibarrier(kf_comm_t comm, const char* name, const kf_op_options_t* opts,
+                               kf_request_t* req) {
+  return guarded(comm, [&]() -> Status {
+    KF_ASYNC_PROLOGUE("kf_ibarrier");
+    return kf::api::submit("kf_ibarrier", comm,
+                           kf::api::spec_of(name, kf::kBarrier, nullptr, nullptr, 0, KF_INT8, -1, -1),
+                           opts, req);
+  });
+}
+
+KF_API kf_status_t kf_request_test(kf_request_t req) {
+  if (!kf::api::request_live(req)) return KF_ERR_INVALID_ARGUMENT;
+  if (!req->state->done()) return KF_IN_PROGRESS;
+  return req->state->status().code();
+}
+
+KF_API kf_status_t kf_request_wait(kf_request_t req) {
+  if (!kf::api::request_live(req)) return KF_ERR_INVALID_ARGUMENT;
+  try {
+    return kf::api::wait_one(req).code();
+  } catch (...) {
+    return KF_ERR_INTERNAL;
+  }
+}
+
+KF_API kf_status_t kf_request_wait_any(size_t n, const kf_request_t* reqs, size_t* index) {
+  if (reqs == nullptr || index == nullptr || n == 0) return KF_ERR_INVALID_ARGUMENT;
+  bool any = false;
+  for (size_t i = 0; i < n; ++i) {
+    if (reqs[i] == nullptr) continue;
+    if (!kf::api::request_live(reqs[i])) return KF_ERR_INVALID_ARGUMENT;
+    any = true;
+  }
+  if (!any) return KF_ERR_INVALID_ARGUMENT;
+  try {
+    for (;;) {
+      for (size_t i = 0; i < n; ++i) {
+        if (reqs[i] != nullptr && reqs[i]->state->done()) {
+          *index = i;
+          return kf::api::wait_one(reqs[i]).code();
+        }
+      }
+      // Run a partition of any of them here, or sleep briefly: requests have
+      // no common wake-up, and a 100 us poll costs little next to an op.
+      bool helped = false;
+      for (size_t i = 0; i < n && !helped; ++i) {
+        if (reqs[i] != nullptr) helped = reqs[i]->engine->help(reqs[i]->state);
+      }
+      if (!helped) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  } catch (...) {
+    return KF_ERR_INTERNAL;
+  }
+}
+
+KF_API kf_status_t kf_request_wait_all(size_t n, const kf_request_t* reqs) {
+  if (reqs == nullptr && n > 0) return KF_ERR_INVALID_ARGUMENT;
+  for (size_t i = 0; i < n; ++i) {
+    if (reqs[i] != nullptr && !kf::api::request_live(reqs[i])) return KF_ERR_INVALID_ARGUMENT;
+  }
+  kf_status_t first = KF_SUCCESS;
+  try {
+    for (size_t i = 0; i < n; ++i) {
+      if (reqs[i] == nullptr) continue;
+      kf_status_t st = kf::api::wait_one(reqs[i]).code();
+      if (first == KF_SUCCESS) first = st;
+    }
+  } catch (...) {
+    return KF_ERR_INTERNAL;
+  }
+  return first;
+}
+
+KF_API const char* kf_request_error(kf_request_t req) {
+  if (!kf::api::request_live(req) || !req->state->done()) return "";
+  return req->state->message().c_str();
+}
+
+KF_API kf_status_t kf_request_free(kf_request_t req) {
+  if (req == nullptr) return KF_SUCCESS;
+  {
+    std::lock_guard<std::mutex> lock(kf::api::g_requests_mu);
+    if (kf::api::requests().count(req) == 0) return KF_ERR_INVALID_ARGUMENT;
+    if (!req->state->done()) return KF_ERR_INVALID_USAGE;
+    kf::api::requests().erase(req);
+  }
+  delete req;
+  return KF_SUCCESS;
+}
+
+}  // extern "C"

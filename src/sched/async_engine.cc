@@ -1,0 +1,417 @@
+// AsyncEngine: submission, the priority queue and credit window, control
+// frames, and the elastic worker pool. Completion, signature checks and the
+// stall inspector are in async_finish.cc.
+#include "sched/async_engine.h"
+
+#include <chrono>
+
+#include "base/config.h"
+#include "base/dtype.h"
+#include "base/log.h"
+#include "sched/async_state.h"
+#include "sched/op_kind.h"
+#include "transport/frame.h"
+
+namespace kf {
+namespace {
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
+uint64_t knob_bytes(Knob k, uint64_t fallback) {
+  int64_t v = knob_int(k);
+  return v > 0 ? static_cast<uint64_t>(v) : fallback;
+}
+
+// The wire sequence of the signature frame: the partition field all ones.
+constexpr uint64_t kSigPartition = AsyncEngine::kPartitionMask;
+
+}  // namespace
+
+// ---- AsyncRequest ---------------------------------------------------------
+
+bool AsyncRequest::done() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_;
+}
+
+Status AsyncRequest::status() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return status_;
+}
+
+void AsyncRequest::wait(const std::function<bool()>& help) {
+  while (!done() && help && help()) {
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return done_; });
+}
+
+void AsyncRequest::finish(const Status& st) {
+  std::lock_guard<std::mutex> lock(mu_);
+  status_ = st;
+  done_ = true;
+  cv_.notify_all();
+}
+
+// ---- construction ---------------------------------------------------------
+
+AsyncEngine::AsyncEngine(Engine* engine, const AlgoOptions& algo, int64_t timeout_ms)
+    : engine_(engine), algo_(algo), timeout_ms_(timeout_ms),
+      stall_warn_ms_(knob_int(Knob::KF_STALL_WARN_MS)), rank_(engine->rank()),
+      size_(engine->size()),
+      partition_bytes_(knob_bytes(Knob::KF_PARTITION_BYTES, 4 << 20)),
+      credit_bytes_(knob_bytes(Knob::KF_CREDIT_BYTES, 16 << 20)) {}
+
+AsyncEngine::~AsyncEngine() {
+  drain(0);
+  bool busy;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    busy = !pending_.empty();
+  }
+  // Operations still running would wait for their timeouts: end them now.
+  if (busy) engine_->abort(aborted_error("the communicator was destroyed with operations pending"));
+  drain(timeout_ms_ < 0 ? 10000 : timeout_ms_);
+  std::vector<std::thread> workers;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    workers.swap(workers_);
+  }
+  work_cv_.notify_all();
+  inspect_cv_.notify_all();
+  for (auto& t : workers) t.join();
+  if (inspector_.joinable()) inspector_.join();
+}
+
+void AsyncEngine::set_partition_bytes(uint64_t bytes) {
+  partition_bytes_.store(bytes > 0 ? bytes : knob_bytes(Knob::KF_PARTITION_BYTES, 4 << 20));
+}
+
+void AsyncEngine::set_credit_bytes(uint64_t bytes) {
+  credit_bytes_.store(bytes > 0 ? bytes : knob_bytes(Knob::KF_CREDIT_BYTES, 16 << 20));
+  std::vector<AsyncPartition*> starts;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    admit_locked(&starts);
+  }
+  announce(starts, nullptr, 0);
+  make_runnable(starts);
+}
+
+uint64_t AsyncEngine::partition_bytes() const { return partition_bytes_.load(); }
+uint64_t AsyncEngine::credit_bytes() const { return credit_bytes_.load(); }
+
+void AsyncEngine::set_observer(AsyncObserver obs) {
+  std::lock_guard<std::mutex> lock(obs_mu_);
+  observer_ = std::move(obs);
+  has_observer_.store(static_cast<bool>(observer_));
+}
+
+void AsyncEngine::emit(AsyncEvent::Type type, const AsyncOp& op, uint32_t partition,
+                       uint64_t bytes, const Status& st) {
+  if (!has_observer_.load(std::memory_order_relaxed)) return;
+  AsyncEvent e{type, &op.spec.name, op.seq, partition, op.plan.count, op.spec.priority,
+               bytes, now_ns(), static_cast<int>(st.code())};
+  std::lock_guard<std::mutex> lock(obs_mu_);
+  if (observer_) observer_(e);
+}
+
+// ---- submission -----------------------------------------------------------
+
+Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out) {
+  Status health = engine_->health();
+  if (!health.is_ok()) {
+    return aborted_error("the communicator is broken and cannot run '" + spec.name +
+                         "': " + health.message());
+  }
+  auto op = std::make_shared<AsyncOp>();
+  AsyncOp* o = op.get();
+  const size_t es = dtype_size(spec.dtype);
+  uint64_t pbytes = spec.partition_bytes > 0 ? spec.partition_bytes : partition_bytes_.load();
+  o->plan = plan_partitions(spec.kind, spec.count, es, size_, pbytes);
+  o->name_hash = hash_name(spec.name.data(), spec.name.size());
+  o->sig.kind = spec.kind;
+  o->sig.count = spec.count;
+  o->sig.dtype = spec.kind == kBarrier ? -1 : static_cast<int32_t>(spec.dtype);
+  o->sig.op = spec.op;
+  o->sig.root = spec.root;
+  o->sig.partition_elems = o->plan.elems;
+  o->sig.name = spec.name;
+  OpSignature os;
+  os.kind = spec.kind;
+  os.count = spec.count;
+  os.dtype = o->sig.dtype;
+  os.op = spec.op;
+  os.root = spec.root;
+  o->digest = os.digest() ^ static_cast<uint32_t>(o->plan.elems * 0x9e3779b1u);
+  o->parts.resize(o->plan.count);
+  for (uint32_t i = 0; i < o->plan.count; ++i) {
+    o->parts[i].op = o;
+    o->parts[i].index = i;
+    o->parts[i].bytes = partition_bytes_of(o->plan, spec, es, size_, i);
+    o->total_bytes += o->parts[i].bytes;
+  }
+  o->spec = std::move(spec);
+  o->req = *out ? *out : std::make_shared<AsyncRequest>();
+  o->sig_in.resize(static_cast<size_t>(size_));
+  o->sig_recv.resize(static_cast<size_t>(size_));
+  o->sig_send.resize(static_cast<size_t>(size_));
+  o->checked.assign(static_cast<size_t>(size_), 0);
+  o->submit_ns = now_ns();
+  o->deadline = Deadline::after_ms(timeout_ms_);
+
+  // 1. Take the sequence number; control frames for it are remembered
+  //    until the operation is ready.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    o->seq = next_seq_[o->name_hash]++;
+    o->order = next_order_++;
+    o->unfinished = o->plan.count + 1;  // +1: this submission
+    pending_[{o->name_hash, o->seq}] = op;
+    if (size_ > 1) start_inspector_locked();
+  }
+  emit(AsyncEvent::Type::kSubmit, *o, 0, o->total_bytes, Status::ok());
+
+  // 2. Post the receives of every peer's signature frame.
+  const uint64_t sig_wire = (o->seq << kPartitionBits) | kSigPartition;
+  if (size_ > 1) {
+    o->ctl_recv.reset(new OpPeers(engine_, o->spec.name, o->name_hash, sig_wire, 0, o->deadline));
+    o->ctl_recv->set_display(o->seq, " (signature)");
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      o->sig_in[r].resize(kSigRecordBytes);
+      o->sig_recv[r] = o->ctl_recv->irecv(r, Tag{0, kSigStep}, o->sig_in[r].data(), kSigRecordBytes);
+    }
+  }
+
+  // 3. Queue the partitions; start those that peers started and what the
+  //    credit allows.
+  std::vector<AsyncPartition*> starts;
+  uint32_t prefix = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    o->ready = true;
+    auto rem = remembered_.find({o->name_hash, o->seq});
+    for (auto& p : o->parts) queue_.insert(QueueKey{o->spec.priority, o->order, p.index, &p});
+    if (rem != remembered_.end()) {
+      for (uint32_t i = 0; i < rem->second.prefix && i < o->plan.count; ++i) {
+        force_locked(o, i);
+      }
+      for (uint32_t i : rem->second.parts) {
+        if (i < o->plan.count) force_locked(o, i);
+      }
+      remembered_.erase(rem);
+    }
+    admit_locked(&starts);
+    while (prefix < o->plan.count && o->parts[prefix].state != AsyncPartition::State::kQueued) {
+      ++prefix;
+    }
+  }
+
+  // 4. Tell every peer: the signature, and the partitions started so far.
+  if (size_ > 1) {
+    o->sig_out.resize(kSigRecordBytes);
+    encode_sig(o->sig, o->sig_out.data());
+    o->ctl_send.reset(new OpPeers(engine_, o->spec.name, o->name_hash, sig_wire, prefix, o->deadline));
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      o->sig_send[r] = o->ctl_send->isend(r, Tag{0, kSigStep}, o->sig_out.data(), kSigRecordBytes);
+    }
+  }
+  announce(starts, o, prefix);
+  make_runnable(starts);
+
+  *out = o->req;
+  // 5. Release the submission's hold on completion.
+  bool fin;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    fin = --o->unfinished == 0;
+  }
+  if (fin) finalize(o);
+  return Status::ok();
+}
+
+// ---- scheduling -----------------------------------------------------------
+
+void AsyncEngine::admit_locked(std::vector<AsyncPartition*>* starts) {
+  const uint64_t credit = credit_bytes_.load();
+  while (!queue_.empty()) {
+    AsyncPartition* p = queue_.begin()->part;
+    if (inflight_self_ != 0 && inflight_self_ + p->bytes > credit) break;
+    queue_.erase(queue_.begin());
+    p->state = AsyncPartition::State::kRunnable;
+    p->self = true;
+    inflight_self_ += p->bytes;
+    starts->push_back(p);
+  }
+}
+
+void AsyncEngine::force_locked(AsyncOp* op, uint32_t index) {
+  AsyncPartition* p = &op->parts[index];
+  if (p->state != AsyncPartition::State::kQueued) return;
+  queue_.erase(QueueKey{op->spec.priority, op->order, index, p});
+  p->state = AsyncPartition::State::kRunnable;
+  dispatch_locked(p);
+}
+
+void AsyncEngine::drop_queued_locked(AsyncOp* op) {
+  for (auto& p : op->parts) {
+    if (p.state != AsyncPartition::State::kQueued) continue;
+    queue_.erase(QueueKey{op->spec.priority, op->order, p.index, &p});
+    p.state = AsyncPartition::State::kDone;
+    --op->unfinished;
+  }
+}
+
+// Puts a started partition where a worker (or a waiting caller) takes it.
+// A started partition must never wait for a thread: spawn one if none idle.
+void AsyncEngine::dispatch_locked(AsyncPartition* p) {
+  runnable_.push_back(p);
+  if (idle_workers_ >= runnable_.size()) {
+    work_cv_.notify_one();
+  } else {
+    workers_.emplace_back([this] { worker_loop(); });
+  }
+}
+
+// Tells every peer that this rank started `starts` on its own credit (those
+// of `skip` below `prefix` went out with its signature frame).
+void AsyncEngine::announce(const std::vector<AsyncPartition*>& starts, const AsyncOp* skip,
+                           uint32_t prefix) {
+  if (size_ <= 1) return;
+  for (AsyncPartition* p : starts) {
+    if (p->op == skip && p->index < prefix) continue;
+    AsyncOp* o = p->op;
+    OpPeers peers(engine_, o->spec.name, o->name_hash, (o->seq << kPartitionBits) | p->index, 0,
+                  o->deadline);
+    for (int r = 0; r < size_; ++r) {
+      if (r != rank_) peers.isend(r, Tag{0, kStartStep}, nullptr, 0);
+    }
+  }
+}
+
+void AsyncEngine::make_runnable(const std::vector<AsyncPartition*>& starts) {
+  if (starts.empty()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (AsyncPartition* p : starts) dispatch_locked(p);
+}
+
+void AsyncEngine::on_control_frame(int src, uint64_t name_hash, uint64_t wire_seq, uint32_t step,
+                                   uint32_t chunk) {
+  const uint64_t seq = wire_seq >> kPartitionBits;
+  const uint32_t part = static_cast<uint32_t>(wire_seq & kPartitionMask);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pending_.find({name_hash, seq});
+  if (it != pending_.end() && it->second->ready) {
+    AsyncOp* o = it->second.get();
+    if (step == kSigStep) {
+      for (uint32_t i = 0; i < chunk && i < o->plan.count; ++i) force_locked(o, i);
+    } else if (part < o->plan.count) {
+      force_locked(o, part);
+    }
+    return;
+  }
+  if (it == pending_.end()) {
+    auto ns = next_seq_.find(name_hash);
+    if (ns != next_seq_.end() && seq < ns->second) return;  // already finished here
+  }
+  Remembered& r = remembered_[{name_hash, seq}];
+  if (r.first_ns == 0) {
+    r.first_ns = now_ns();
+    if (inspector_sleeping_) inspect_cv_.notify_one();  // it reports stalls of these too
+  }
+  if (step == kSigStep) {
+    r.submitted_by.insert(src);
+    if (chunk > r.prefix) r.prefix = chunk;
+  } else {
+    r.parts.insert(part);
+  }
+}
+
+// ---- running --------------------------------------------------------------
+
+void AsyncEngine::worker_loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    if (!runnable_.empty()) {
+      AsyncPartition* p = runnable_.front();
+      runnable_.pop_front();
+      p->state = AsyncPartition::State::kRunning;
+      lock.unlock();
+      run_partition_task(p);
+      lock.lock();
+      continue;
+    }
+    if (stop_) return;
+    ++idle_workers_;
+    work_cv_.wait(lock, [this] { return !runnable_.empty() || stop_; });
+    --idle_workers_;
+  }
+}
+
+bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req) {
+  AsyncPartition* mine = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = runnable_.begin(); it != runnable_.end(); ++it) {
+      if ((*it)->op->req == req) {
+        mine = *it;
+        runnable_.erase(it);
+        break;
+      }
+    }
+    if (mine == nullptr) return false;
+    mine->state = AsyncPartition::State::kRunning;
+  }
+  run_partition_task(mine);
+  return true;
+}
+
+void AsyncEngine::run_partition_task(AsyncPartition* p) {
+  AsyncOp* o = p->op;
+  emit(AsyncEvent::Type::kStart, *o, p->index, p->bytes, Status::ok());
+  Status st;
+  if (o->failed.load()) {
+    st = o->first_error();
+  } else {
+    OpPeers peers(engine_, o->spec.name, o->name_hash, (o->seq << kPartitionBits) | p->index,
+                  o->digest, o->deadline);
+    if (o->plan.count > 1) {
+      peers.set_display(o->seq, " partition " + std::to_string(p->index));
+    } else {
+      peers.set_display(o->seq, "");
+    }
+    if (size_ > 1) peers.set_watch([this, o] { return check_signatures(o); });
+    st = run_partition(peers, algo_, o->spec, o->plan, p->index);
+    if (!st.is_ok()) peers.withdraw_outstanding(st);
+  }
+  emit(AsyncEvent::Type::kPartitionDone, *o, p->index, p->bytes, st);
+  partition_done(p, st);
+}
+
+void AsyncEngine::partition_done(AsyncPartition* p, const Status& st) {
+  AsyncOp* o = p->op;
+  std::vector<AsyncPartition*> starts;
+  bool fin;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    p->state = AsyncPartition::State::kDone;
+    if (p->self) inflight_self_ -= p->bytes;
+    if (!st.is_ok()) {
+      o->set_error(st);
+      drop_queued_locked(o);
+    }
+    fin = --o->unfinished == 0;
+    admit_locked(&starts);
+  }
+  announce(starts, nullptr, 0);
+  make_runnable(starts);
+  if (fin) finalize(o);
+}
+
+}  // namespace kf

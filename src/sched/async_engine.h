@@ -1,0 +1,234 @@
+// AsyncEngine: the asynchronous named operations of one communicator
+// (include/kungfu/async.h). It sits beside Engine (blocking calls) and shares
+// its mailbox, transports and per-name sequence table.
+//
+// Life of an operation
+//  1. submit(): takes the next sequence number of the name, posts receives
+//     for every peer's signature frame and sends its own to every peer (step
+//     kSigStep), cuts the operation into partitions, and queues them.
+//  2. Scheduling: queued partitions are ordered by (priority, submission
+//     order, partition index). The head starts while the bytes this rank has
+//     started on its own initiative stay within the credit window (and
+//     always when nothing runs, so any credit makes progress). A rank that
+//     starts a partition on its own tells every peer with a small frame
+//     (step kStartStep); partitions started during submit() are announced in
+//     the signature frame instead, which saves a frame for small operations.
+//  3. Deadlock freedom (DESIGN.md): a partition that a peer announced is
+//     started here as soon as it is submitted here, whatever the credit.
+//     Announcements that arrive before the submission are remembered. Since
+//     a started partition runs on a thread of its own (elastic pool: a
+//     started partition never waits for a worker), every partition started
+//     anywhere runs on every rank that submitted it; and a rank with nothing
+//     running always starts its head, so the queues drain.
+//  4. Running: a partition is the blocking algorithm (src/algo) on a slice,
+//     with its own frame keys: wire sequence = seq << 24 | partition. A
+//     thread in kf_request_wait() runs its request's started partitions
+//     itself when no worker took them yet (no hand-off for small ops).
+//  5. Completion: after the last partition the operation waits for every
+//     peer's signature frame, compares the full signatures (a mismatch fails
+//     it with a text naming what differs), then completes the request.
+//     While partitions wait for data they also watch the signature frames,
+//     so a mismatch ends the operation on every rank instead of hanging.
+//
+// The shared-memory arena of the blocking all_reduce is not used here:
+// async operations always run over the peer rings, so any number may run at
+// once beside a blocking call.
+//
+// Tuning and tracing (for src/sched online tuning and the timeline): the
+// partition size and credit can be read and changed at run time; an
+// observer sees submit/start/partition/finish events.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "algo/collectives.h"
+#include "base/status.h"
+#include "sched/engine.h"
+#include "transport/transfer.h"
+
+namespace kf {
+
+struct AsyncOp;
+struct AsyncPartition;
+using OpKey = std::pair<uint64_t, uint64_t>;  // (name hash, seq)
+
+// Queue order: priority, then local submission order, then partition.
+struct QueueKey {
+  int32_t priority;
+  uint64_t order;
+  uint32_t index;
+  AsyncPartition* part;
+  bool operator<(const QueueKey& o) const {
+    if (priority != o.priority) return priority < o.priority;
+    if (order != o.order) return order < o.order;
+    return index < o.index;
+  }
+};
+
+// Announcements for operations not submitted here yet.
+struct Remembered {
+  uint32_t prefix = 0;          // partitions [0, prefix) started by some peer
+  std::set<uint32_t> parts;     // further started partitions
+  std::set<int> submitted_by;   // ranks whose signature frame arrived
+  int64_t first_ns = 0;
+  bool warned = false;
+};
+
+
+// What an asynchronous operation is: the full signature and the buffers.
+struct AsyncOpSpec {
+  std::string name;
+  uint32_t kind = 0;  // an OpKind (sched/op_kind.h)
+  uint64_t count = 0;
+  kf_dtype_t dtype = KF_INT8;
+  int32_t op = -1;    // kf_op_t, or -1 when the kind has none
+  int32_t root = -1;  // or -1 when the kind has none
+  const void* send = nullptr;
+  void* recv = nullptr;
+  int32_t priority = 0;
+  uint64_t partition_bytes = 0;  // 0 = engine default
+  std::function<void(const Status&)> on_complete;  // called once, before done is visible
+};
+
+// Trace events, delivered to the observer synchronously on the thread where
+// they happen (keep the observer short; it must not call into the engine).
+struct AsyncEvent {
+  enum class Type { kSubmit, kStart, kPartitionDone, kFinish };
+  Type type;
+  const std::string* name;  // valid during the call only
+  uint64_t seq;
+  uint32_t partition;   // kStart / kPartitionDone; 0 otherwise
+  uint32_t partitions;  // of the operation
+  int32_t priority;
+  uint64_t bytes;       // of the partition (kStart/kPartitionDone) or operation
+  int64_t time_ns;      // steady clock
+  int status;           // kf_status_t of kPartitionDone / kFinish
+};
+using AsyncObserver = std::function<void(const AsyncEvent&)>;
+
+// The completion state a request handle points to.
+class AsyncRequest {
+ public:
+  bool done() const;
+  // Final status; valid once done().
+  Status status() const;
+  // Its message; valid (and unchanging) once done().
+  const std::string& message() const { return status_.message(); }
+  // Waits until done. `help` is tried first (it runs this request's
+  // started partitions on the calling thread) until it finds nothing to do.
+  void wait(const std::function<bool()>& help);
+
+ private:
+  friend class AsyncEngine;
+  void finish(const Status& st);
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  Status status_;
+};
+
+class AsyncEngine {
+ public:
+  AsyncEngine(Engine* engine, const AlgoOptions& algo, int64_t timeout_ms);
+  ~AsyncEngine();  // waits for running partitions, stops threads
+
+  // Submits one operation. If *out is set it becomes the operation's
+  // completion state, else a new one is made; on success *out is that state
+  // (the op may already be complete, e.g. on a single rank).
+  Status submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out);
+
+  // Runs started-but-unclaimed partitions of `req` on the calling thread;
+  // true if it ran one.
+  bool help(const std::shared_ptr<AsyncRequest>& req);
+
+  // Online tuning. Partition size applies to operations submitted after the
+  // call; every rank must make the same change at the same point of its
+  // submission sequence (the partition size is part of the signature, so a
+  // disagreement is reported as a mismatch, never a hang). Credit is local
+  // and takes effect at once. 0 restores the knob default.
+  void set_partition_bytes(uint64_t bytes);
+  void set_credit_bytes(uint64_t bytes);
+  uint64_t partition_bytes() const;
+  uint64_t credit_bytes() const;
+
+  // Trace hook; replaces the previous one (empty = none). Thread safe.
+  void set_observer(AsyncObserver obs);
+
+  // Frames of step kSigStep / kStartStep seen by the mailbox (any thread).
+  void on_control_frame(int src, uint64_t name_hash, uint64_t wire_seq, uint32_t step,
+                        uint32_t chunk);
+
+  // Waits until no operation is pending (shutdown), at most `ms`.
+  void drain(int64_t ms);
+
+  static constexpr uint32_t kSigStep = 0xfffffff0u;
+  static constexpr uint32_t kStartStep = 0xfffffff1u;
+  static constexpr int kPartitionBits = 24;
+  static constexpr uint64_t kPartitionMask = (uint64_t(1) << kPartitionBits) - 1;
+
+ private:
+  // Engine-mutex-held helpers (suffix _locked) and the pieces of an
+  // operation's life; see async_engine.cc / async_finish.cc.
+  void admit_locked(std::vector<AsyncPartition*>* starts);
+  void force_locked(AsyncOp* op, uint32_t index);
+  void dispatch_locked(AsyncPartition* p);
+  void drop_queued_locked(AsyncOp* op);
+  void announce(const std::vector<AsyncPartition*>& starts, const AsyncOp* skip, uint32_t prefix);
+  void make_runnable(const std::vector<AsyncPartition*>& starts);
+  void worker_loop();
+  void run_partition_task(AsyncPartition* p);
+  void partition_done(AsyncPartition* p, const Status& st);
+  Status check_signatures(AsyncOp* op);
+  void finalize(AsyncOp* op);
+  void inspector_loop();
+  void start_inspector_locked();
+  std::string missing_ranks(AsyncOp* op) const;
+  void emit(AsyncEvent::Type type, const AsyncOp& op, uint32_t partition, uint64_t bytes,
+            const Status& st);
+  Status wait_transfer(const TransferHandle& t, const Deadline& d);
+
+  Engine* const engine_;
+  const AlgoOptions algo_;
+  const int64_t timeout_ms_;
+  const int64_t stall_warn_ms_;
+  const int rank_;
+  const int size_;
+  std::atomic<uint64_t> partition_bytes_;
+  std::atomic<uint64_t> credit_bytes_;
+
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;     // workers wait here for runnable partitions
+  std::condition_variable inspect_cv_;  // the inspector sleeps here
+  std::condition_variable drain_cv_;    // drain() waits here for pending_ to empty
+  std::unordered_map<uint64_t, uint64_t> next_seq_;  // by name hash
+  uint64_t next_order_ = 0;
+  std::map<OpKey, std::shared_ptr<AsyncOp>> pending_;
+  std::map<OpKey, Remembered> remembered_;
+  std::set<QueueKey> queue_;
+  std::deque<AsyncPartition*> runnable_;
+  uint64_t inflight_self_ = 0;
+  std::vector<std::thread> workers_;
+  size_t idle_workers_ = 0;
+  bool stop_ = false;
+  std::thread inspector_;
+  bool inspector_started_ = false;
+  bool inspector_sleeping_ = false;
+
+  std::mutex obs_mu_;
+  std::atomic<bool> has_observer_{false};
+  AsyncObserver observer_;  // guarded by obs_mu_
+};
+
+}  // namespace kf

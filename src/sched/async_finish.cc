@@ -1,0 +1,213 @@
+// AsyncEngine: signature checks, completion, and the stall inspector.
+#include <chrono>
+#include <cstdio>
+
+#include "base/log.h"
+#include "sched/async_engine.h"
+#include "sched/async_state.h"
+
+namespace kf {
+namespace {
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+Status AsyncEngine::wait_transfer(const TransferHandle& t, const Deadline& d) {
+  ShmTransport* shm = engine_->shm();
+  return shm != nullptr ? shm->wait(t, d) : t->wait(d);
+}
+
+// Compares the signature frames that have arrived with ours. Called by
+// running partitions while they wait (the watch) and by finalize().
+Status AsyncEngine::check_signatures(AsyncOp* o) {
+  std::lock_guard<std::mutex> lock(o->mu);
+  if (!o->error.is_ok() && o->error.code() == KF_ERR_INVALID_USAGE) return o->error;
+  for (int r = 0; r < size_; ++r) {
+    const TransferHandle& t = o->sig_recv[static_cast<size_t>(r)];
+    if (r == rank_ || o->checked[static_cast<size_t>(r)] || !t || !t->done()) continue;
+    if (!t->status().is_ok()) continue;
+    o->checked[static_cast<size_t>(r)] = 1;
+    SigRecord theirs = decode_sig(o->sig_in[static_cast<size_t>(r)].data());
+    std::string diff = sig_difference(o->sig, rank_, theirs, r);
+    if (!diff.empty()) {
+      // A signature mismatch is the root cause: it replaces an earlier,
+      // vaguer error (a frame of the wrong size, a timeout).
+      o->error = invalid_usage(o->label() + ": ranks called it with different arguments: " + diff);
+      o->failed.store(true);
+      return o->error;
+    }
+  }
+  return o->error;
+}
+
+std::string AsyncEngine::missing_ranks(AsyncOp* o) const {
+  std::string out;
+  for (int r = 0; r < size_; ++r) {
+    const TransferHandle& t = o->sig_recv[static_cast<size_t>(r)];
+    if (r == rank_ || !t || t->done()) continue;
+    out += (out.empty() ? "" : ", ") + std::to_string(r);
+  }
+  return out;
+}
+
+// After the last partition: wait for every peer's signature frame (bounded
+// by the operation's deadline), compare, and complete the request.
+void AsyncEngine::finalize(AsyncOp* o) {
+  Status st = o->first_error();
+  const bool peer_failure = st.code() == KF_ERR_REMOTE || st.code() == KF_ERR_ABORTED;
+  if (size_ > 1 && !peer_failure) {
+    for (int r = 0; r < size_; ++r) {
+      const TransferHandle& t = o->sig_recv[static_cast<size_t>(r)];
+      if (t) wait_transfer(t, o->deadline);
+    }
+    std::string missing = missing_ranks(o);
+    Status sig = check_signatures(o);
+    if (!missing.empty()) {
+      Status health = engine_->health();
+      if (!health.is_ok()) {
+        st = Status(health.code(), o->label() + ": " + health.message());
+      } else {
+        st = timeout_error(o->label() + " timed out after " + std::to_string(timeout_ms_) +
+                           " ms: rank(s) " + missing + " never submitted it");
+      }
+    } else if (!sig.is_ok()) {
+      st = sig;
+    } else {
+      for (int r = 0; r < size_ && st.is_ok(); ++r) {
+        const TransferHandle& t = o->sig_recv[static_cast<size_t>(r)];
+        if (t && !t->status().is_ok()) st = t->status();
+      }
+    }
+    // Our own signature frames must be out before their buffer goes.
+    for (int r = 0; r < size_ && st.is_ok(); ++r) {
+      const TransferHandle& t = o->sig_send[static_cast<size_t>(r)];
+      if (t) {
+        Status s = wait_transfer(t, o->deadline);
+        if (!s.is_ok()) st = Status(s.code(), o->label() + ": " + s.message());
+      }
+    }
+  }
+  if (!st.is_ok()) {
+    if (o->ctl_recv) o->ctl_recv->withdraw_outstanding(st);
+    if (o->ctl_send) o->ctl_send->withdraw_outstanding(st);
+  }
+  std::shared_ptr<AsyncOp> keep;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pending_.find({o->name_hash, o->seq});
+    if (it != pending_.end()) {
+      keep = std::move(it->second);
+      pending_.erase(it);
+    }
+    remembered_.erase({o->name_hash, o->seq});
+  }
+  emit(AsyncEvent::Type::kFinish, *o, 0, o->total_bytes, st);
+  if (o->spec.on_complete) o->spec.on_complete(st);
+  o->req->finish(st);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pending_.empty()) drain_cv_.notify_all();
+  }
+}
+
+void AsyncEngine::drain(int64_t ms) {
+  std::unique_lock<std::mutex> lock(mu_);
+  drain_cv_.wait_for(lock, std::chrono::milliseconds(ms < 0 ? 0 : ms),
+                     [this] { return pending_.empty(); });
+}
+
+// ---- stall inspector --------------------------------------------------------
+
+void AsyncEngine::start_inspector_locked() {
+  if (inspector_started_) {
+    if (inspector_sleeping_) inspect_cv_.notify_one();
+    return;
+  }
+  inspector_started_ = true;
+  inspector_ = std::thread([this] { inspector_loop(); });
+}
+
+// Sleeps until the next stall warning or deadline of a pending operation
+// (forever when none is pending: an idle communicator costs no CPU).
+void AsyncEngine::inspector_loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  const int64_t warn_ns = stall_warn_ms_ * 1000000;
+  while (!stop_) {
+    const int64_t now = now_ns();
+    int64_t next = INT64_MAX;
+    std::vector<AsyncOp*> expired;
+    for (auto& kv : pending_) {
+      AsyncOp* o = kv.second.get();
+      if (!o->ready) continue;
+      if (!o->warned && warn_ns >= 0) {
+        if (now - o->submit_ns >= warn_ns) {
+          o->warned = true;
+          std::string missing = missing_ranks(o);
+          if (!missing.empty()) {
+            KF_LOG_WARN(o->label() + " was submitted on rank " + std::to_string(rank_) + " " +
+                        std::to_string((now - o->submit_ns) / 1000000) +
+                        " ms ago but not yet on rank(s) " + missing);
+          }
+        } else {
+          next = std::min(next, o->submit_ns + warn_ns);
+        }
+      }
+      // Partitions still queued at the deadline never started: end them
+      // here (running ones end by their own deadline).
+      if (!o->deadline.is_never()) {
+        int64_t at = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         o->deadline.time_point().time_since_epoch()).count();
+        bool queued = false;
+        for (auto& p : o->parts) queued |= p.state == AsyncPartition::State::kQueued;
+        if (queued && now >= at) {
+          std::string missing = missing_ranks(o);
+          o->set_error(timeout_error(o->label() + " timed out in the queue after " +
+                                     std::to_string(timeout_ms_) + " ms" +
+                                     (missing.empty() ? "" : "; rank(s) " + missing +
+                                                                 " never submitted it")));
+          drop_queued_locked(o);
+          if (o->unfinished == 0) expired.push_back(o);
+        } else if (queued) {
+          next = std::min(next, at);
+        }
+      }
+    }
+    for (auto& kv : remembered_) {
+      Remembered& r = kv.second;
+      if (r.warned || r.submitted_by.empty() || warn_ns < 0) continue;
+      if (now - r.first_ns >= warn_ns) {
+        r.warned = true;
+        std::string ranks;
+        for (int s : r.submitted_by) ranks += (ranks.empty() ? "" : ", ") + std::to_string(s);
+        char hash[20];
+        std::snprintf(hash, sizeof(hash), "%016llx", static_cast<unsigned long long>(kv.first.first));
+        KF_LOG_WARN("rank(s) " + ranks + " submitted operation #" + std::to_string(kv.first.second) +
+                    " of name hash " + hash + " " + std::to_string((now - r.first_ns) / 1000000) +
+                    " ms ago; rank " + std::to_string(rank_) + " has not submitted it");
+      } else {
+        next = std::min(next, r.first_ns + warn_ns);
+      }
+    }
+    if (!expired.empty()) {
+      lock.unlock();
+      for (AsyncOp* o : expired) finalize(o);
+      lock.lock();
+      continue;
+    }
+    // Only a sleep without end needs waking for a new operation: otherwise
+    // the next wake-up comes before any new operation's first deadline.
+    if (next == INT64_MAX) {
+      inspector_sleeping_ = true;
+      inspect_cv_.wait(lock);
+      inspector_sleeping_ = false;
+    } else {
+      inspect_cv_.wait_for(lock, std::chrono::nanoseconds(next - now + 1000000));
+    }
+  }
+}
+
+}  // namespace kf

@@ -1,0 +1,80 @@
+// The state behind AsyncEngine (private to src/sched/async_*.cc): one
+// AsyncOp per submitted operation, one AsyncPartition per partition, and the
+// engine's queues. See async_engine.h for the protocol.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "base/deadline.h"
+#include "sched/async_engine.h"
+#include "sched/async_partition.h"
+#include "sched/async_signature.h"
+#include "sched/op_peers.h"
+
+namespace kf {
+
+struct AsyncPartition {
+  enum class State { kQueued, kRunnable, kRunning, kDone };
+  AsyncOp* op = nullptr;
+  uint32_t index = 0;
+  uint64_t bytes = 0;
+  State state = State::kQueued;  // guarded by the engine mutex
+  bool self = false;             // started on this rank's credit
+};
+
+struct AsyncOp {
+  AsyncOpSpec spec;
+  uint64_t name_hash = 0;
+  uint64_t seq = 0;
+  uint64_t order = 0;  // local submission order (priority ties)
+  uint32_t digest = 0;
+  PartitionPlan plan;
+  SigRecord sig;
+  uint64_t total_bytes = 0;
+  int64_t submit_ns = 0;
+  Deadline deadline;
+  std::shared_ptr<AsyncRequest> req;
+  std::vector<AsyncPartition> parts;
+
+  // Guarded by the engine mutex.
+  bool ready = false;        // partitions queued; control frames apply
+  uint32_t unfinished = 0;   // partitions not done, +1 while submit() runs
+  bool warned = false;       // stall warning logged
+
+  // Signature exchange: set up before any partition can run, then read-only
+  // (the transfers themselves are thread safe).
+  std::unique_ptr<OpPeers> ctl_recv, ctl_send;
+  std::vector<char> sig_out;
+  std::vector<std::vector<char>> sig_in;   // per rank
+  std::vector<TransferHandle> sig_recv;    // per rank; null for self
+  std::vector<TransferHandle> sig_send;    // per rank; null for self
+
+  std::atomic<bool> failed{false};
+  std::mutex mu;
+  Status error;               // first failure; guarded by mu
+  std::vector<char> checked;  // per rank: signature compared; guarded by mu
+
+  void set_error(const Status& st) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (error.is_ok()) error = st;
+    failed.store(true);
+  }
+  Status first_error() {
+    std::lock_guard<std::mutex> lock(mu);
+    return error;
+  }
+  std::string label() const { return "operation '" + spec.name + "' #" + std::to_string(seq); }
+};
+
+}  // namespace kf
