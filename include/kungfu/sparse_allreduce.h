@@ -29,9 +29,9 @@
  * What the residual holds after a call:
  *  - flat: (sendbuf + residual before the call) with the sent entries set to
  *    0. Element by element, sent + residual = sendbuf + old residual.
- *  - hier: the rank with local rank l owns shard l of the intra-host split of
- *    [0, count) into balanced pieces (piece l starts at l*(count/L) +
- *    min(l, count%L), L = ranks per host). Inside that shard only, its
+ *  - hier: the rank with local rank l owns shard l of the intra-host split
+ *    of the elements 0 .. count-1 into balanced pieces (piece l starts at
+ *    l*(count/L) + min(l, count%L), L = ranks per host). Inside that shard only, its
  *    residual holds the host-summed gradient (the sum of the sendbufs of the
  *    host's ranks) plus the old residual, minus what it sent; outside it the
  *    residual is neither read nor written. Start with a zeroed buffer and keep
