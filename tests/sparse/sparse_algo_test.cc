@@ -117,7 +117,8 @@ TEST_P(FlatTest, ResidualKeepsWhatWasNotSent) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, FlatTest, ::testing::Values(2, 3, 4));
+// 17 ranks: more blocks than the merge scans (the zero-and-add path).
+INSTANTIATE_TEST_SUITE_P(Ranks, FlatTest, ::testing::Values(2, 3, 4, 17));
 
 struct Grid {
   int hosts;
