@@ -45,12 +45,6 @@ Status select_pairs(const float* grad, float* residual, size_t len, size_t k,
     // residual update below must remove exactly what was sent.
     (*pairs)[j] = SparsePair{x[i], i};
   }
-  // Blocks travel with ascending indices (decompression merges them in one
-  // sequential pass); mstopk already returns them so, this only checks.
-  auto by_index = [](const SparsePair& a, const SparsePair& b) { return a.index < b.index; };
-  if (!std::is_sorted(pairs->begin(), pairs->end(), by_index)) {
-    std::sort(pairs->begin(), pairs->end(), by_index);
-  }
   if (residual != nullptr) {
     for (size_t j = 0; j < k; ++j) residual[(*pairs)[j].index] = 0.0f;
   }
@@ -58,11 +52,10 @@ Status select_pairs(const float* grad, float* residual, size_t len, size_t k,
 }
 
 // Every index came over the network: checked before any is used. A block
-// holds ascending, distinct indices below len; a block of the failure marker
-// means that rank's selection failed.
+// of the failure marker means that rank's selection failed.
 Status check_block(const SparsePair* pb, size_t k, size_t len, int from) {
   for (size_t j = 0; j < k; ++j) {
-    if (pb[j].index < len && (j == 0 || pb[j].index > pb[j - 1].index)) continue;
+    if (pb[j].index < len) continue;
     if (pb[j].index == kFailedIndex) {
       // Not a remote error: every rank finished the exchange, so the
       // communicator is still in step and stays usable.
@@ -71,47 +64,13 @@ Status check_block(const SparsePair* pb, size_t k, size_t len, int from) {
                            " see that rank's error)");
     }
     return remote_error("sparse all_reduce: rank " + std::to_string(from) + " sent index " +
-                        std::to_string(pb[j].index) + " at position " + std::to_string(j) +
-                        " (indices must ascend and stay below " + std::to_string(len) + ")");
+                        std::to_string(pb[j].index) + " outside 0.." + std::to_string(len - 1));
   }
   return Status::ok();
 }
 
-// Blocks merged with a linear scan of their cursors; beyond this many the
-// scan costs more than random adds would.
-constexpr size_t kMaxMergeBlocks = 16;
-
-// out[0..len) = at every position the sum, in block order, of the values the
-// blocks hold for it (+0 where none does). One sequential pass over out
-// instead of a zeroing pass plus nb * k scattered adds (cache misses: at
-// density 0.01 of 138M that was a third of a second). Every rank adds in the
-// same order, so every rank ends with the same bits.
-void merge_blocks(const std::vector<const SparsePair*>& blocks, size_t k, float* out, size_t len) {
-  const size_t nb = blocks.size();
-  if (nb > kMaxMergeBlocks) {
-    std::memset(out, 0, len * sizeof(float));
-    for (const SparsePair* pb : blocks) {
-      for (size_t j = 0; j < k; ++j) out[pb[j].index] += pb[j].value;
-    }
-    return;
-  }
-  size_t cur[kMaxMergeBlocks] = {};
-  size_t pos = 0;
-  for (;;) {
-    size_t next = len;
-    for (size_t b = 0; b < nb; ++b) {
-      if (cur[b] < k) next = std::min<size_t>(next, blocks[b][cur[b]].index);
-    }
-    if (next == len) break;
-    std::memset(out + pos, 0, (next - pos) * sizeof(float));
-    float sum = 0.0f;
-    for (size_t b = 0; b < nb; ++b) {
-      if (cur[b] < k && blocks[b][cur[b]].index == next) sum += blocks[b][cur[b]++].value;
-    }
-    out[next] = sum;
-    pos = next + 1;
-  }
-  std::memset(out + pos, 0, (len - pos) * sizeof(float));
+void add_block(const SparsePair* pb, size_t k, float* out) {
+  for (size_t j = 0; j < k; ++j) out[pb[j].index] += pb[j].value;
 }
 
 void finish_op(kf_op_t op, float* buf, size_t len, int n) {
@@ -163,9 +122,8 @@ Status sparse_all_reduce_flat(Peers& p, const AlgoOptions& o, const SparseArgs& 
   for (int r = 0; r < p.size(); ++r) {
     KF_RETURN_IF_ERROR(check_block(gathered.data() + static_cast<size_t>(r) * k, k, a.count, r));
   }
-  std::vector<const SparsePair*> blocks;
-  for (int r = 0; r < p.size(); ++r) blocks.push_back(gathered.data() + static_cast<size_t>(r) * k);
-  merge_blocks(blocks, k, a.recv, a.count);
+  std::memset(a.recv, 0, a.count * sizeof(float));
+  for (int r = 0; r < p.size(); ++r) add_block(gathered.data() + static_cast<size_t>(r) * k, k, a.recv);
   finish_op(a.op, a.recv, a.count, p.size());
   return Status::ok();
 }
@@ -245,10 +203,10 @@ Status sparse_all_reduce_hier(Peers& p, const AlgoOptions& o, const HostLayout& 
       KF_RETURN_IF_ERROR(check_block(pb, ks, lay.segment(l).len, col[h]));
     }
   }
+  std::memset(a.recv, 0, a.count * es);
   for (int l = 0; l < L; ++l) {
-    std::vector<const SparsePair*> blocks;
-    for (size_t h = 0; h < H; ++h) blocks.push_back(all.data() + static_cast<size_t>(l) * block + h * ks);
-    merge_blocks(blocks, ks, a.recv + lay.segment(l).begin, lay.segment(l).len);
+    float* out = a.recv + lay.segment(l).begin;
+    for (size_t h = 0; h < H; ++h) add_block(all.data() + static_cast<size_t>(l) * block + h * ks, ks, out);
   }
   finish_op(a.op, a.recv, a.count, p.size());
   clock.mark("decompress");
