@@ -117,7 +117,7 @@ TEST_P(FlatTest, ResidualKeepsWhatWasNotSent) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, FlatTest, ::testing::Values(2, 3, 4));
+INSTANTIATE_TEST_SUITE_P(Ranks, FlatTest, ::testing::Values(2, 3, 4, 17));
 
 struct Grid {
   int hosts;
