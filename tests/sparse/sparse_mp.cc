@@ -218,6 +218,22 @@ void test_errors(kf_comm_t comm) {
   CHECK_OK(comm, kf_sparse_all_reduce(comm, nullptr, nullptr, 0, KF_SUM, 0, nullptr, nullptr));
 }
 
+// Ranks that disagree on k fail with KF_ERR_INVALID_USAGE (the signature
+// check). Runs last: the communicator is not used afterwards. Only at np 2:
+// with more ranks, a rank whose ring neighbours agree with it sees only a
+// peer that stopped, and waits for the timeout (the blocking engine checks
+// signatures per frame received).
+void test_mismatch(kf_comm_t comm) {
+  if (g_size != 2) return;
+  const size_t d = 3001;
+  std::vector<float> x = sparse_ref::flat_gradient(d, g_rank), y(d);
+  const kf_sparse_options_t o = options(KF_SPARSE_FLAT);
+  const kf_status_t s = kf_sparse_all_reduce(comm, x.data(), y.data(), d, KF_SUM,
+                                             g_rank == 0 ? 5 : 6, nullptr, &o);
+  CHECK(s == KF_ERR_INVALID_USAGE, "k mismatch: got %s: %s", kf_status_string(s),
+        kf_comm_last_error(comm));
+}
+
 }  // namespace
 
 int main() {
@@ -228,6 +244,7 @@ int main() {
   test_residual(comm);
   test_dense_fallback(comm);
   test_pto(comm);
+  test_mismatch(comm);
   kf_comm_destroy(comm);
   if (g_failures != 0) {
     std::fprintf(stderr, "rank %d: %d failures\n", g_rank, g_failures);
