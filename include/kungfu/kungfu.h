@@ -42,6 +42,7 @@
 #include "kungfu/sparse_allreduce.h"
 #include "kungfu/pto.h"
 #include "kungfu/async.h"
+#include "kungfu/split.h"
 
 #ifdef __cplusplus
 extern "C" {

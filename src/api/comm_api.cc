@@ -2,6 +2,7 @@
 #include <cstddef>
 
 #include "api/guard.h"
+#include "api/read_config.h"
 #include "base/config.h"
 #include "base/log.h"
 #include "bootstrap/launch_env.h"
@@ -11,25 +12,6 @@
 namespace kf {
 namespace api {
 namespace {
-
-// Reads the caller's config: only the fields its size covers.
-Status read_config(const kf_config_t* config, CommOptions* out) {
-  out->timeout_ms = knob_int(Knob::KF_TIMEOUT_MS);
-  if (config == nullptr) return Status::ok();
-  if (config->size < offsetof(kf_config_t, timeout_ms) || config->magic != KF_CONFIG_MAGIC) {
-    return invalid_argument("config was not initialised with KF_CONFIG_INITIALIZER");
-  }
-  auto covers = [config](size_t offset, size_t field) { return config->size >= offset + field; };
-  if (covers(offsetof(kf_config_t, timeout_ms), sizeof(config->timeout_ms)) &&
-      config->timeout_ms != -1) {
-    if (config->timeout_ms < -1) return invalid_argument("config timeout_ms must be >= -1");
-    out->timeout_ms = config->timeout_ms;
-  }
-  if (covers(offsetof(kf_config_t, name), sizeof(config->name)) && config->name != nullptr) {
-    out->name = config->name;
-  }
-  return Status::ok();
-}
 
 Status make_comm(const RendezvousPoint& root, int rank, int size, const CommOptions& opts,
                  kf_comm_t* out) {
@@ -73,7 +55,7 @@ KF_API kf_status_t kf_comm_init(const kf_unique_id_t* id, int size, int rank,
                                   std::to_string(size - 1) + "]");
     }
     kf::CommOptions opts;
-    KF_RETURN_IF_ERROR(kf::api::read_config(config, &opts));
+    KF_RETURN_IF_ERROR(kf::api::read_config(config, kf::knob_int(kf::Knob::KF_TIMEOUT_MS), &opts));
     kf::RendezvousPoint root;
     KF_RETURN_IF_ERROR(kf::decode_unique_id(*id, &root));
     return kf::api::make_comm(root, rank, size, opts, comm);
@@ -85,7 +67,7 @@ KF_API kf_status_t kf_comm_init_from_env(const kf_config_t* config, kf_comm_t* c
     if (comm == nullptr) return kf::invalid_argument("kf_comm_init_from_env: comm is NULL");
     *comm = nullptr;
     kf::CommOptions opts;
-    KF_RETURN_IF_ERROR(kf::api::read_config(config, &opts));
+    KF_RETURN_IF_ERROR(kf::api::read_config(config, kf::knob_int(kf::Knob::KF_TIMEOUT_MS), &opts));
     kf::LaunchInfo launch;
     KF_RETURN_IF_ERROR(kf::detect_launch(&launch));
     if (launch.rank == 0 && launch.size > 1) {

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/config.h"
+#include "base/log.h"
 #include "transport/frame.h"
 #include "transport/socket.h"
 
@@ -42,6 +43,13 @@ Status derive_root(const std::string& job_id, bool all_local, LaunchInfo* out) {
   }
   if (knob_is_set(Knob::KF_JOB_SECRET)) {
     return secret_from_hex(knob_string(Knob::KF_JOB_SECRET), &out->root.secret);
+  }
+  // A derived secret keeps strangers and other jobs out by accident, not by
+  // design: the job id is visible to other users of the hosts. Say so once.
+  if (out->rank == 0) {
+    KF_LOG_WARN(out->launcher + " job without KF_JOB_SECRET: the job secret is derived from the job id, "
+                "which other users of these hosts can see; set KF_JOB_SECRET (32 hex digits) to "
+                "authenticate peers");
   }
   std::string salted = "kungfu-secret:" + job_id;
   uint64_t a = hash_name(salted.data(), salted.size());

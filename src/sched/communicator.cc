@@ -73,26 +73,41 @@ Status Communicator::create(const RendezvousPoint& root, int rank, int size,
 
 Status Communicator::connect(const RendezvousPoint& root) {
   Deadline deadline = Deadline::after_ms(opts_.timeout_ms);
-  TcpOptions t;
-  t.rank = rank_;
-  t.size = size_;
-  t.epoch = 1;
-  t.secret = root.secret;
-  t.socket_buffer_bytes = static_cast<int>(knob_int(Knob::KF_SOCKET_BUFFER_BYTES));
-  tcp_ = std::make_unique<TcpTransport>(t, &engine_.mailbox(), [this](int peer, const Status& why) {
-    engine_.on_peer_lost(peer, why);
-  });
+  secret_ = root.secret;
   bool pinned_ip = knob_is_set(Knob::KF_IFNAME) || knob_is_set(Knob::KF_SUBNET);
-  auto make_record = [&](const std::string& route_ip, std::string* record) -> Status {
+  Listener listener;
+  auto make = [&](const std::string& route_ip, std::string* record) -> Status {
     std::string ip = route_ip;
     if (pinned_ip) KF_RETURN_IF_ERROR(choose_listen_ip(&ip));
-    KF_RETURN_IF_ERROR(tcp_->listen(ip));
-    *record = tcp_->address() + "|" + host_identity() + "|" + encode(local_topo_);
+    KF_RETURN_IF_ERROR(open_listener(ip, &listener));
+    *record = make_record(listener.address);
     return Status::ok();
   };
   std::vector<std::string> records;
-  KF_RETURN_IF_ERROR(rendezvous_exchange(root, rank_, size_, make_record, deadline, &records));
+  KF_RETURN_IF_ERROR(rendezvous_exchange(root, rank_, size_, make, deadline, &records));
+  return connect_with_records(records, std::move(listener), deadline, /*bind_cpus=*/true);
+}
+
+Status Communicator::open_listener(const std::string& ip, Listener* out) {
+  uint16_t port = 0;
+  KF_RETURN_IF_ERROR(listen_tcp(ip, 0, &out->fd, &port));
+  out->address = join_host_port(ip, port);
+  return Status::ok();
+}
+
+std::string Communicator::make_record(const std::string& address) const {
+  return address + "|" + host_identity() + "|" + encode(local_topo_);
+}
+
+Status Communicator::connect_with_records(const std::vector<std::string>& records,
+                                          Listener listener, const Deadline& deadline,
+                                          bool bind_cpus) {
+  if (records.size() != static_cast<size_t>(size_)) {
+    return internal_error("connect: " + std::to_string(records.size()) + " records for " +
+                          std::to_string(size_) + " ranks");
+  }
   std::vector<std::string> addresses, topo_records;
+  hosts_.assign(records.size(), std::string());
   for (size_t r = 0; r < records.size(); ++r) {
     size_t bar = records[r].find('|');
     size_t bar2 = bar == std::string::npos ? bar : records[r].find('|', bar + 1);
@@ -103,7 +118,20 @@ Status Communicator::connect(const RendezvousPoint& root) {
   }
   Status topo = JobTopology::from_records(topo_records, &topology_);
   if (!topo.is_ok()) return remote_error("topology exchange: " + topo.message());
-  bind();  // before shared memory is allocated, so that first touch lands on our NUMA node
+  // Before shared memory is allocated, so that first touch lands on our NUMA
+  // node. A split communicator keeps the binding its process already has.
+  if (bind_cpus) bind();
+  if (size_ == 1) return Status::ok();
+  TcpOptions t;
+  t.rank = rank_;
+  t.size = size_;
+  t.epoch = 1;
+  t.secret = secret_;
+  t.socket_buffer_bytes = static_cast<int>(knob_int(Knob::KF_SOCKET_BUFFER_BYTES));
+  tcp_ = std::make_unique<TcpTransport>(t, &engine_.mailbox(), [this](int peer, const Status& why) {
+    engine_.on_peer_lost(peer, why);
+  });
+  KF_RETURN_IF_ERROR(tcp_->adopt_listener(std::move(listener.fd), listener.address));
   KF_RETURN_IF_ERROR(tcp_->connect_all(addresses, deadline));
   engine_.attach(tcp_.get());
   KF_RETURN_IF_ERROR(connect_shm(addresses));

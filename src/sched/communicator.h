@@ -39,6 +39,14 @@ class Communicator {
   // Layout of the whole job (src/topo), exchanged at init.
   const JobTopology& topology() const { return topology_; }
 
+  // Splits this communicator, collectively over it (MPI_Comm_split): the
+  // ranks that pass the same color >= 0 form a new, fully independent
+  // communicator ordered by (key, rank here); color kNoColor gives none
+  // (*out empty). See sched/communicator_split.cc.
+  static constexpr int kNoColor = -1;
+  Status split(int color, int key, const CommOptions& opts, std::unique_ptr<Communicator>* out);
+  int64_t timeout_ms() const { return opts_.timeout_ms; }
+
   // Says goodbye to the peers and closes connections (bounded by the timeout).
   void shutdown();
 
@@ -68,7 +76,21 @@ class Communicator {
 
  private:
   Communicator(int rank, int size, const CommOptions& opts);
+  // A listening socket opened before the ranks know each other: its address
+  // goes into this rank's record.
+  struct Listener {
+    Fd fd;
+    std::string address;
+  };
+  // Set-up in three steps, shared by the rendezvous and the split paths:
+  // open a listener and make this rank's record ("address|host|topology"),
+  // exchange the records (rendezvous server or parent communicator), then
+  // connect to the ranks the records describe (rank order).
   Status connect(const RendezvousPoint& root);
+  static Status open_listener(const std::string& ip, Listener* out);
+  std::string make_record(const std::string& address) const;
+  Status connect_with_records(const std::vector<std::string>& records, Listener listener,
+                              const Deadline& deadline, bool bind_cpus);
   Status run_blocking(const std::string& name, const OpSignature& sig, const Engine::Body& body);
   // Sets up shared memory to the ranks on this host (collective; every rank
   // ends with it or, if any rank failed, all fall back to TCP).
@@ -82,6 +104,7 @@ class Communicator {
   const int size_;
   const CommOptions opts_;
   const AlgoOptions algo_;  // from the KF_ALGO* knobs, read once
+  JobSecret secret_{};  // proves membership to peers; a split inherits it
   std::vector<std::string> hosts_;
   LocalTopology local_topo_;  // this rank's, discovered in create()
   JobTopology topology_;

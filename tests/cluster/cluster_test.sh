@@ -9,6 +9,8 @@
 #   mpirun PROG MPIRUN     PROG (mp_conformance --no-big) under OpenMPI's
 #                     mpirun with a hostfile on 2 hosts x 2 ranks (KF_ROOT_ADDR
 #                     given, the rest from mpirun's environment)
+#   split PROG K M    PROG (split_mp) on K hosts x M ranks: split_host and
+#                     split_cross have the right members, collectives exact
 #   cleanup           nothing is left after SIGTERM and SIGKILL of cluster.sh
 # Exit 77 (ctest skip) when this machine cannot create namespaces.
 set -euo pipefail
@@ -121,6 +123,19 @@ case $test_name in
     for h in 1 2; do
       sent=$(sed -n "s/^kft-cluster: host $h: link sent \([0-9]*\) bytes.*/\1/p" "$work/err")
       [[ -n $sent && $sent -gt 100000 ]] || fail "host $h sent ${sent:-?} bytes over its link, expected > 100 kB"
+    done
+    cat "$work/err" >&2
+    expect_gone "$(cluster_id)"
+    ;;
+
+  split)
+    # PROG is split_mp: split_host and split_cross on K hosts x M ranks.
+    k=$5 m=$6
+    run_cluster --kfrun-arg=--timeout --kfrun-arg=100 --kfrun-arg=-x --kfrun-arg=KF_TIMEOUT_MS=30000 \
+      "$k" "$m" -- "$PROG" cluster "$k" "$m"
+    [[ $rc -eq 0 ]] || fail "split_mp cluster on $k x $m exited with $rc"
+    for r in $(seq 0 $((k * m - 1))); do
+      grep -q "^\[$r\] \[$r\] split_mp cluster: all checks passed" "$work/out" || fail "rank $r did not pass"
     done
     cat "$work/err" >&2
     expect_gone "$(cluster_id)"

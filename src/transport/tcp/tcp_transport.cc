@@ -28,8 +28,14 @@ TcpTransport::~TcpTransport() { shutdown(Deadline::after_ms(0)); }
 
 Status TcpTransport::listen(const std::string& ip) {
   uint16_t port = 0;
-  KF_RETURN_IF_ERROR(listen_tcp(ip, 0, &listen_fd_, &port));
-  address_ = join_host_port(ip, port);
+  Fd fd;
+  KF_RETURN_IF_ERROR(listen_tcp(ip, 0, &fd, &port));
+  return adopt_listener(std::move(fd), join_host_port(ip, port));
+}
+
+Status TcpTransport::adopt_listener(Fd fd, const std::string& address) {
+  listen_fd_ = std::move(fd);
+  address_ = address;
   epoll_fd_.reset(::epoll_create1(EPOLL_CLOEXEC));
   wake_fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   accept_stop_fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));

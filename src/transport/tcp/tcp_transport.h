@@ -56,6 +56,10 @@ class TcpTransport {
 
   // Opens the listening socket on `ip` (any port) and starts accepting.
   Status listen(const std::string& ip);
+  // The same with a socket that already listens at `address` ("ip:port"):
+  // it was opened before this rank knew its rank (communicator split), and
+  // peers that dialled it meanwhile wait in its backlog.
+  Status adopt_listener(Fd fd, const std::string& address);
   // "ip:port" that peers dial.
   std::string address() const { return address_; }
 
