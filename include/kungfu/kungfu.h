@@ -45,6 +45,8 @@
 #include "kungfu/strategy.h"
 #include "kungfu/async.h"
 #include "kungfu/tune.h"
+#include "kungfu/sparse_allreduce.h"
+#include "kungfu/pto.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -77,6 +77,14 @@ class Communicator {
   // Collective, in the order of the blocking calls: every rank passes the
   // same kf_strategy_t value, or every rank fails and keeps the old one.
   Status set_strategy(int requested);
+  // Runs a blocking operation defined elsewhere (src/sparse: sparse
+  // all_reduce, PTO) as the named operation `name`, serialised with the
+  // other blocking calls. The body sees the operation's Peers.
+  Status run_custom(const std::string& name, const OpSignature& sig, const Engine::Body& body) {
+    return run_blocking(name, sig, body);
+  }
+  // The algorithm options read from the KF_ALGO* knobs at creation.
+  const AlgoOptions& algo_options() const { return algo_; }
   // Asynchronous named operations (include/kungfu/async.h).
   AsyncEngine& async() { return *async_; }
   // The online tuner of async_'s partition size and credit (KF_AUTOTUNE).
