@@ -100,7 +100,10 @@ Status OpPeers::wait(const TransferHandle& t) {
     for (;;) {
       Deadline slice = Deadline::after_ms(std::min(20, deadline_.remaining_ms()));
       st = shm != nullptr ? shm->wait(t, slice) : t->wait(slice);
-      if (st.code() != KF_ERR_TIMEOUT || t->done() || deadline_.expired()) break;
+      // A transfer that completes just as its slice expires has its own
+      // status, not the slice's timeout.
+      if (st.code() == KF_ERR_TIMEOUT && t->done()) st = t->status();
+      if (st.code() != KF_ERR_TIMEOUT || deadline_.expired()) break;
       Status w = watch_();
       if (!w.is_ok()) {
         withdraw_outstanding(w);
