@@ -52,7 +52,12 @@ typedef enum kf_strategy {
  * call it, in the same place of its sequence of blocking collectives, with
  * the same value; the new strategy applies from the next collective on, on
  * every rank alike. The ranks compare their values (one small all_reduce).
- * Not to be called while asynchronous operations of `comm` are pending.
+ * Asynchronous operations (kungfu/async.h) take the strategy in force when
+ * they are submitted: those submitted before the call keep the old one (and
+ * may still be pending), those submitted after it returns use the new one.
+ * So every rank must submit each async operation on the same side of the
+ * switch; a rank that does not fails that operation with a signature
+ * mismatch naming the strategy, never a hang.
  * @param[in] comm      Communicator. Not NULL.
  * @param[in] strategy  The new strategy, a kf_strategy_t value.
  * @return KF_SUCCESS; KF_ERR_INVALID_ARGUMENT (bad comm, or `strategy` is not

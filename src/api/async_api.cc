@@ -6,6 +6,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "api/async_submit.h"
 #include "api/guard.h"
 #include "api/validate.h"
 #include "kungfu/kungfu.h"
@@ -68,7 +69,9 @@ Status submit(const char* call, kf_comm* comm, AsyncOpSpec spec, const kf_op_opt
   kf_op_options_t opts;
   KF_RETURN_IF_ERROR(read_options(call, opts_in, &opts));
   spec.priority = opts.priority;
-  spec.partition_bytes = opts.partition_bytes;
+  // An operation with its own body runs as one partition (it set the size).
+  if (!spec.body) spec.partition_bytes = opts.partition_bytes;
+  comm->impl->apply_strategy(&spec);
   std::unique_ptr<kf_request> handle;
   if (req != nullptr) {
     handle.reset(new kf_request());
@@ -126,6 +129,14 @@ Status wait_one(kf_request* r) {
 }
 
 }  // namespace
+
+Status check_async_name(const char* call, const char* name) { return check_name(call, name); }
+
+Status submit_async(const char* call, kf_comm* comm, AsyncOpSpec spec,
+                    const kf_op_options_t* opts, kf_request_t* req) {
+  return submit(call, comm, std::move(spec), opts, req);
+}
+
 }  // namespace api
 }  // namespace kf
 

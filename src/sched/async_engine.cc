@@ -151,6 +151,7 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
   o->sig.op = spec.op;
   o->sig.root = spec.root;
   o->sig.partition_elems = o->plan.elems;
+  o->sig.strategy = spec.strategy;
   o->sig.name = spec.name;
   OpSignature os;
   os.kind = spec.kind;

@@ -59,6 +59,8 @@
 #include <vector>
 
 #include "algo/collectives.h"
+#include "algo/host_layout.h"
+#include "algo/strategy.h"
 #include "base/status.h"
 #include "sched/engine.h"
 #include "transport/transfer.h"
@@ -103,6 +105,20 @@ struct AsyncOpSpec {
   void* recv = nullptr;
   int32_t priority = 0;
   uint64_t partition_bytes = 0;  // 0 = engine default
+  // The strategy partitions of all_reduce, broadcast and all_gather run
+  // (a kf::Strategy over *hosts, the communicator's layout, which outlives
+  // the engine); -1 or no hosts: the flat algorithms. Read at submission,
+  // so every rank uses the strategy in force at the same point of its call
+  // sequence; it is part of the signature (a disagreement is a mismatch).
+  int32_t strategy = -1;
+  const HostLayout* hosts = nullptr;
+  StrategyOptions strategy_opts;
+  // Generic hook: an operation that carries its own body (e.g. the sparse
+  // all_reduce). It runs as the operation's single partition over the
+  // partition's Peers instead of the kind's algorithm; the submitter sets
+  // partition_bytes = UINT64_MAX so that there is one partition. kind,
+  // count, dtype, op and root still form its signature.
+  std::function<Status(Peers&)> body;
   std::function<void(const Status&)> on_complete;  // called once, before done is visible
 };
 

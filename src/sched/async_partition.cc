@@ -70,12 +70,28 @@ Status run_partition(Peers& p, const AlgoOptions& algo, const AsyncOpSpec& s,
   const int n = p.size();
   const bool whole = plan.count == 1;
   const kf_op_t op = static_cast<kf_op_t>(s.op);
+  if (s.body) {
+    if (plan.count != 1) return internal_error("an operation with its own body must have one partition");
+    return s.body(p);
+  }
   if (s.kind == kBarrier) return barrier(p, algo);
   if (len == 0) return Status::ok();
+  // The communicator's strategy (read at submission) for the kinds it
+  // changes; every rank resolves it alike from the partition's size.
+  const bool strat = s.strategy >= 0 && s.hosts != nullptr;
+  const Strategy st = static_cast<Strategy>(s.strategy);
   switch (s.kind) {
     case kAllReduce:
+      if (strat) {
+        return strategy_all_reduce(p, algo, s.strategy_opts, *s.hosts, st, at(s.send, b, es),
+                                   at(s.recv, b, es), len, s.dtype, op);
+      }
       return all_reduce(p, algo, at(s.send, b, es), at(s.recv, b, es), len, s.dtype, op);
     case kBroadcast:
+      if (strat) {
+        return strategy_broadcast(p, algo, s.strategy_opts, *s.hosts, st, at(s.send, b, es),
+                                  at(s.recv, b, es), len, s.dtype, s.root);
+      }
       return broadcast(p, algo, at(s.send, b, es), at(s.recv, b, es), len, s.dtype, s.root);
     case kReduce:
       return reduce(p, algo, at(s.send, b, es), at(s.recv, b, es), len, s.dtype, op, s.root);
@@ -84,7 +100,12 @@ Status run_partition(Peers& p, const AlgoOptions& algo, const AsyncOpSpec& s,
   }
   if (whole) {
     switch (s.kind) {
-      case kAllGather: return all_gather(p, algo, s.send, s.recv, len, s.dtype);
+      case kAllGather:
+        if (strat) {
+          return strategy_all_gather(p, algo, s.strategy_opts, *s.hosts, st, s.send, s.recv, len,
+                                     s.dtype);
+        }
+        return all_gather(p, algo, s.send, s.recv, len, s.dtype);
       case kReduceScatter: return reduce_scatter(p, algo, s.send, s.recv, len, s.dtype, op);
       case kAllToAll: return all_to_all(p, algo, s.send, s.recv, len, s.dtype);
       case kGather: return gather(p, algo, s.send, s.recv, len, s.dtype, s.root);
@@ -99,7 +120,12 @@ Status run_partition(Peers& p, const AlgoOptions& algo, const AsyncOpSpec& s,
   switch (s.kind) {
     case kAllGather:
       out.resize(packed);
-      KF_RETURN_IF_ERROR(all_gather(p, algo, at(s.send, b, es), out.data(), len, s.dtype));
+      if (strat) {
+        KF_RETURN_IF_ERROR(strategy_all_gather(p, algo, s.strategy_opts, *s.hosts, st,
+                                               at(s.send, b, es), out.data(), len, s.dtype));
+      } else {
+        KF_RETURN_IF_ERROR(all_gather(p, algo, at(s.send, b, es), out.data(), len, s.dtype));
+      }
       unpack(s.recv, out.data(), n, s.count, b, len, es);
       return Status::ok();
     case kReduceScatter:

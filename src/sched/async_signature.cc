@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "algo/strategy.h"
 #include "base/dtype.h"
 #include "sched/op_kind.h"
 
@@ -39,6 +40,7 @@ void encode_sig(const SigRecord& s, char out[kSigRecordBytes]) {
   put(out, 24, s.partition_elems, 8);
   size_t n = std::min<size_t>(s.name.size(), 255);
   put(out, 32, n, 4);
+  put(out, 36, static_cast<uint32_t>(s.strategy), 4);
   std::memcpy(out + 48, s.name.data(), n);
 }
 
@@ -51,6 +53,7 @@ SigRecord decode_sig(const char in[kSigRecordBytes]) {
   s.root = static_cast<int32_t>(get(in, 20, 4));
   s.partition_elems = get(in, 24, 8);
   size_t n = std::min<size_t>(get(in, 32, 4), 255);
+  s.strategy = static_cast<int32_t>(get(in, 36, 4));
   s.name.assign(in + 48, n);
   return s;
 }
@@ -68,6 +71,13 @@ std::string sig_difference(const SigRecord& a, int ra, const SigRecord& b, int r
   if (a.partition_elems != b.partition_elems) {
     return diff("partition size (elements)", std::to_string(a.partition_elems),
                 std::to_string(b.partition_elems));
+  }
+  if (a.strategy != b.strategy) {
+    auto text = [](int32_t s) {
+      return s >= 0 && s < kStrategyCount ? std::string(strategy_name(static_cast<Strategy>(s)))
+                                          : std::string("flat (none)");
+    };
+    return diff("strategy", text(a.strategy), text(b.strategy));
   }
   return "";
 }

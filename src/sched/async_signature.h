@@ -17,6 +17,7 @@ struct SigRecord {
   int32_t op = -1;
   int32_t root = -1;
   uint64_t partition_elems = 0;
+  int32_t strategy = -1;  // a kf::Strategy, or -1 for the flat algorithms
   std::string name;  // at most 255 bytes travel
 };
 

@@ -4,7 +4,9 @@
 
 #include "base/config.h"
 #include "base/log.h"
+#include "sched/async_engine.h"
 #include "sched/communicator.h"
+#include "sched/op_kind.h"
 
 namespace kf {
 
@@ -30,6 +32,13 @@ const HostLayout& Communicator::host_layout() {
   // topology_ is complete once create() returned, and never changes.
   std::call_once(layout_once_, [this] { layout_ = HostLayout::from_topology(topology_); });
   return layout_;
+}
+
+void Communicator::apply_strategy(AsyncOpSpec* spec) {
+  if (spec->kind != kAllReduce && spec->kind != kBroadcast && spec->kind != kAllGather) return;
+  spec->strategy = strategy_.load();
+  spec->hosts = &host_layout();
+  spec->strategy_opts = strategy_opts_;
 }
 
 Status Communicator::set_strategy(int requested) {

@@ -77,6 +77,12 @@ class Communicator {
   // Collective, in the order of the blocking calls: every rank passes the
   // same kf_strategy_t value, or every rank fails and keeps the old one.
   Status set_strategy(int requested);
+  // Gives an asynchronous all_reduce, broadcast or all_gather the strategy in
+  // force now (other kinds stay flat). Called at submission: a switch
+  // reaches the async operations submitted after it returns, never those
+  // submitted before, so ranks that submit in the same order relative to
+  // kf_comm_set_strategy agree (a disagreement fails as a signature mismatch).
+  void apply_strategy(AsyncOpSpec* spec);
   // Runs a blocking operation defined elsewhere (src/sparse: sparse
   // all_reduce, PTO) as the named operation `name`, serialised with the
   // other blocking calls. The body sees the operation's Peers.

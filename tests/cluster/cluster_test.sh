@@ -13,8 +13,10 @@
 #                     split_cross have the right members, collectives exact
 #   cleanup           nothing is left after SIGTERM and SIGKILL of cluster.sh
 #   switch PROG K M   PROG (mp_strategy_switch) on K x M: every rank prints PASS
+#   async PROG K M [ARGS]  PROG (mp_async_stress ARGS) on K x M: every rank
+#                     prints PASS with 0 wrong elements
 # KF_CLUSTER_ENV="VAR=VALUE ..." in the test's environment is passed to the
-# ranks (kfrun -x) in the conformance and switch tests (e.g. KF_STRATEGY).
+# ranks (kfrun -x) in the conformance, switch and async tests (e.g. KF_STRATEGY).
 # Exit 77 (ctest skip) when this machine cannot create namespaces.
 set -euo pipefail
 
@@ -145,6 +147,20 @@ case $test_name in
       sent=$(sed -n "s/^kft-cluster: host $h: link sent \([0-9]*\) bytes.*/\1/p" "$work/err")
       [[ -n $sent && $sent -gt 100000 ]] || fail "host $h sent ${sent:-?} bytes over its link, expected > 100 kB"
     done
+    cat "$work/err" >&2
+    expect_gone "$(cluster_id)"
+    ;;
+
+  async)
+    # PROG is mp_async_stress (its arguments follow K M): every rank PASSes.
+    k=$5 m=$6
+    run_cluster --kfrun-arg=--timeout --kfrun-arg=200 --kfrun-arg=-x --kfrun-arg=KF_TIMEOUT_MS=30000 \
+      "${env_args[@]}" "$k" "$m" -- "$PROG" "${@:7}"
+    [[ $rc -eq 0 ]] || fail "async stress on $k x $m exited with $rc"
+    for r in $(seq 0 $((k * m - 1))); do
+      grep -Eq "^\[$r\] PASS rank $r: .*, 0 wrong elements" "$work/out" || fail "no PASS line from rank $r"
+    done
+    grep -E "^\[0\] PASS" "$work/out"
     cat "$work/err" >&2
     expect_gone "$(cluster_id)"
     ;;
