@@ -56,6 +56,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kungfu/async.h"
 #include "kungfu/types.h"
 #include "kungfu/version.h"
 
@@ -131,6 +132,50 @@ typedef struct kf_sparse_options {
 KF_API kf_status_t kf_sparse_all_reduce(kf_comm_t comm, const float* sendbuf, float* recvbuf,
                                         uint64_t count, kf_op_t op, uint64_t k, float* residual,
                                         const kf_sparse_options_t* options);
+
+/**
+ * The sparse all_reduce as an asynchronous named operation (kungfu/async.h):
+ * the same arguments, checks and results as kf_sparse_all_reduce(), plus a
+ * name and the async options. It runs as one partition (the whole gradient:
+ * top-k selection needs all of it) on the communicator's async engine,
+ * scheduled by priority with the other async operations of `comm`, and
+ * concurrently with them and with blocking calls. Every rank must submit
+ * it under the same name, in the same order as its other operations of
+ * that name, with the same count, op, k, options and residual presence
+ * (a difference fails the request with a signature mismatch on every rank).
+ * sendbuf, recvbuf and residual must stay valid and untouched until the
+ * request completes.
+ *
+ * @param[in]     comm      Communicator.
+ * @param[in]     name      Operation name (rules of kungfu/async.h: not
+ *                          empty, at most KF_OP_NAME_MAX bytes, not
+ *                          starting with "kf.").
+ * @param[in]     sendbuf   As for kf_sparse_all_reduce().
+ * @param[out]    recvbuf   As for kf_sparse_all_reduce(); written by the
+ *                          time the request completes.
+ * @param[in]     count     As for kf_sparse_all_reduce().
+ * @param[in]     op        KF_SUM or KF_AVG.
+ * @param[in]     k         As for kf_sparse_all_reduce().
+ * @param[in,out] residual  As for kf_sparse_all_reduce(); updated by the
+ *                          time the request completes.
+ * @param[in]     options   NULL or initialised with
+ *                          KF_SPARSE_OPTIONS_INITIALIZER (read at the call).
+ * @param[in]     opts      NULL for defaults, or initialised with
+ *                          KF_OP_OPTIONS_INITIALIZER: priority and callback
+ *                          apply; partition_bytes is ignored (one partition).
+ * @param[out]    req       Receives the request (free it with
+ *                          kf_request_free()), or NULL to rely on the
+ *                          callback alone. Set to NULL on failure.
+ * @return KF_SUCCESS when submitted (the outcome comes from
+ *         kf_request_wait()/kf_request_test(): the codes of
+ *         kf_sparse_all_reduce()); KF_ERR_INVALID_ARGUMENT for the argument
+ *         errors of kf_sparse_all_reduce(), a bad name or bad opts;
+ *         KF_ERR_ABORTED when the communicator is broken or being destroyed.
+ */
+KF_API kf_status_t kf_isparse_all_reduce(kf_comm_t comm, const char* name, const float* sendbuf,
+                                         float* recvbuf, uint64_t count, kf_op_t op, uint64_t k,
+                                         float* residual, const kf_sparse_options_t* options,
+                                         const kf_op_options_t* opts, kf_request_t* req);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -18,8 +18,8 @@ Status check_async_name(const char* call, const char* name);
 // Reads `opts` (priority, callback; partition_bytes unless spec has a body),
 // applies the communicator's strategy, submits, and on success sets *req (if
 // not NULL) to a new request handle.
-Status submit_async(const char* call, kf_comm* comm, AsyncOpSpec spec,
-                    const kf_op_options_t* opts, kf_request_t* req);
+Status submit_async(const char* call, kf_comm* comm, AsyncOpSpec spec, const kf_op_options_t* opts,
+                    kf_request_t* req);
 
 }  // namespace api
 }  // namespace kf

@@ -4,6 +4,7 @@
 #include <limits>
 #include <string>
 
+#include "api/async_submit.h"
 #include "api/guard.h"
 #include "api/validate.h"
 #include "base/config.h"
@@ -55,6 +56,45 @@ bool overlaps(const float* a, const float* b, uint64_t n) {
   return a != nullptr && b != nullptr && a < b + n && b < a + n;
 }
 
+// The argument checks of both forms, then the request (count 0: nothing
+// to do, but the request is still filled so the async form can submit it).
+Status sparse_request(const char* call, kf_comm* comm, const float* sendbuf, float* recvbuf,
+                      uint64_t count, int op_raw, uint64_t k, float* residual,
+                      const kf_sparse_options_t* options, SparseRequest* r) {
+  Check c(call, comm);
+  c.comm()
+      .op(op_raw)
+      .count(count, KF_FLOAT32)
+      .buffer(sendbuf, "sendbuf", count)
+      .buffer(recvbuf, "recvbuf", count);
+  KF_RETURN_IF_ERROR(c.status());
+  const std::string who(call);
+  if (op_raw != KF_SUM && op_raw != KF_AVG) {
+    return invalid_argument(who + ": op must be KF_SUM or KF_AVG");
+  }
+  if (count > std::numeric_limits<uint32_t>::max()) {
+    return invalid_argument(who + ": count " + std::to_string(count) +
+                            " exceeds 4294967295 (indices are 32-bit)");
+  }
+  if (count > 0 && (k == 0 || k > count)) {
+    return invalid_argument(who + ": k " + std::to_string(k) + " is outside 1..count (" +
+                            std::to_string(count) + ")");
+  }
+  if (overlaps(residual, sendbuf, count) || overlaps(residual, recvbuf, count)) {
+    return invalid_argument(who + ": residual overlaps sendbuf or recvbuf");
+  }
+  KF_RETURN_IF_ERROR(read_sparse_options(options, r));
+  r->args.send = sendbuf;
+  r->args.recv = recvbuf;
+  r->args.count = count;
+  r->args.k = k;
+  r->args.residual = residual;
+  r->args.op = kf_op_t(op_raw);
+  const int64_t min_elems = knob_int(Knob::KF_SPARSE_MIN_ELEMS);
+  r->min_elems = min_elems > 0 ? static_cast<size_t>(min_elems) : 0;
+  return Status::ok();
+}
+
 }  // namespace
 }  // namespace api
 }  // namespace kf
@@ -66,35 +106,29 @@ KF_API kf_status_t kf_sparse_all_reduce(kf_comm_t comm, const float* sendbuf, fl
                                         float* residual, const kf_sparse_options_t* options) {
   const int op_raw = kf::api::raw_enum(op_in);
   return guarded(comm, [&]() -> Status {
-    Check c("kf_sparse_all_reduce", comm);
-    c.comm().op(op_raw).count(count, KF_FLOAT32).buffer(sendbuf, "sendbuf", count).buffer(recvbuf, "recvbuf", count);
-    KF_RETURN_IF_ERROR(c.status());
-    if (op_raw != KF_SUM && op_raw != KF_AVG) {
-      return kf::invalid_argument("kf_sparse_all_reduce: op must be KF_SUM or KF_AVG");
-    }
-    if (count > std::numeric_limits<uint32_t>::max()) {
-      return kf::invalid_argument("kf_sparse_all_reduce: count " + std::to_string(count) +
-                                  " exceeds 4294967295 (indices are 32-bit)");
-    }
-    if (count > 0 && (k == 0 || k > count)) {
-      return kf::invalid_argument("kf_sparse_all_reduce: k " + std::to_string(k) +
-                                  " is outside 1..count (" + std::to_string(count) + ")");
-    }
-    if (kf::api::overlaps(residual, sendbuf, count) || kf::api::overlaps(residual, recvbuf, count)) {
-      return kf::invalid_argument("kf_sparse_all_reduce: residual overlaps sendbuf or recvbuf");
-    }
     kf::SparseRequest r;
-    KF_RETURN_IF_ERROR(kf::api::read_sparse_options(options, &r));
+    KF_RETURN_IF_ERROR(kf::api::sparse_request("kf_sparse_all_reduce", comm, sendbuf, recvbuf,
+                                               count, op_raw, k, residual, options, &r));
     if (count == 0) return Status::ok();
-    r.args.send = sendbuf;
-    r.args.recv = recvbuf;
-    r.args.count = count;
-    r.args.k = k;
-    r.args.residual = residual;
-    r.args.op = kf_op_t(op_raw);
-    const int64_t min_elems = kf::knob_int(kf::Knob::KF_SPARSE_MIN_ELEMS);
-    r.min_elems = min_elems > 0 ? static_cast<size_t>(min_elems) : 0;
     return kf::sparse_all_reduce(*comm->impl, r);
+  });
+}
+
+KF_API kf_status_t kf_isparse_all_reduce(kf_comm_t comm, const char* name, const float* sendbuf,
+                                         float* recvbuf, uint64_t count, kf_op_t op_in, uint64_t k,
+                                         float* residual, const kf_sparse_options_t* options,
+                                         const kf_op_options_t* opts, kf_request_t* req) {
+  const int op_raw = kf::api::raw_enum(op_in);
+  return guarded(comm, [&]() -> Status {
+    if (req != nullptr) *req = nullptr;
+    kf::SparseRequest r;
+    KF_RETURN_IF_ERROR(kf::api::sparse_request("kf_isparse_all_reduce", comm, sendbuf, recvbuf,
+                                               count, op_raw, k, residual, options, &r));
+    KF_RETURN_IF_ERROR(kf::api::check_async_name("kf_isparse_all_reduce", name));
+    kf::AsyncOpSpec spec;
+    spec.name = name;
+    kf::sparse_async_spec(*comm->impl, r, &spec);
+    return kf::api::submit_async("kf_isparse_all_reduce", comm, std::move(spec), opts, req);
   });
 }
 

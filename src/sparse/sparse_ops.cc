@@ -1,5 +1,6 @@
 #include "sparse/sparse_ops.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -36,9 +37,9 @@ SparseAlgorithm choose_sparse_algorithm(const Communicator& c, const SparseReque
   return uniform_multi_host(layout_of(c)) ? SparseAlgorithm::kHier : SparseAlgorithm::kFlat;
 }
 
-Status sparse_all_reduce(Communicator& c, const SparseRequest& r) {
-  const SparseAlgorithm algo = choose_sparse_algorithm(c, r);
-  const HostLayout hosts = layout_of(c);
+namespace {
+
+OpSignature sparse_signature(const SparseRequest& r, SparseAlgorithm algo) {
   OpSignature sig;
   sig.kind = kSparseAllReduce;
   sig.count = r.args.count;
@@ -49,14 +50,48 @@ Status sparse_all_reduce(Communicator& c, const SparseRequest& r) {
   const uint64_t mix = (r.args.k * 31u + static_cast<uint64_t>(algo)) * 2u +
                        (r.args.residual != nullptr ? 1u : 0u);
   sig.root = static_cast<int32_t>(static_cast<uint32_t>(mix ^ (mix >> 32)));
+  return sig;
+}
+
+Status run_sparse(Peers& p, const AlgoOptions& o, const HostLayout& hosts, SparseAlgorithm algo,
+                  const SparseArgs& a) {
+  if (p.size() == 1 || algo == SparseAlgorithm::kDense) {
+    return sparse_all_reduce_dense(p, o, hosts, a);
+  }
+  if (algo == SparseAlgorithm::kHier) return sparse_all_reduce_hier(p, o, hosts, a);
+  return sparse_all_reduce_flat(p, o, a);
+}
+
+}  // namespace
+
+Status sparse_all_reduce(Communicator& c, const SparseRequest& r) {
+  const SparseAlgorithm algo = choose_sparse_algorithm(c, r);
+  const HostLayout hosts = layout_of(c);
   const AlgoOptions& o = c.algo_options();
-  return c.run_custom("kf.sparse_all_reduce", sig, [&](Peers& p) -> Status {
-    if (p.size() == 1 || algo == SparseAlgorithm::kDense) {
-      return sparse_all_reduce_dense(p, o, hosts, r.args);
-    }
-    if (algo == SparseAlgorithm::kHier) return sparse_all_reduce_hier(p, o, hosts, r.args);
-    return sparse_all_reduce_flat(p, o, r.args);
-  });
+  return c.run_custom("kf.sparse_all_reduce", sparse_signature(r, algo),
+                      [&](Peers& p) { return run_sparse(p, o, hosts, algo, r.args); });
+}
+
+void sparse_async_spec(Communicator& c, const SparseRequest& r, AsyncOpSpec* spec) {
+  const SparseAlgorithm algo = choose_sparse_algorithm(c, r);
+  const OpSignature sig = sparse_signature(r, algo);
+  spec->kind = sig.kind;
+  spec->count = sig.count;
+  spec->dtype = KF_FLOAT32;
+  spec->op = sig.op;
+  spec->root = sig.root;
+  spec->send = r.args.send;
+  spec->recv = r.args.recv;
+  spec->strategy = -1;
+  // One partition: the algorithm selects over the whole gradient.
+  spec->partition_bytes = UINT64_MAX;
+  // The body owns copies of what it needs (it runs after this call returns);
+  // the algorithm options live as long as the communicator and its engine.
+  const AlgoOptions* o = &c.algo_options();
+  spec->body = [o, hosts = layout_of(c), algo, args = r.args](Peers& p) {
+    if (args.count == 0) return Status::ok();
+    return run_sparse(p, *o, hosts, algo, args);
+  };
 }
 
 Status pto_over(Peers& p, const AlgoOptions& o, void* buf, size_t count, kf_dtype_t dt,

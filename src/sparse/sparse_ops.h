@@ -28,6 +28,12 @@ SparseAlgorithm choose_sparse_algorithm(const Communicator& c, const SparseReque
 
 Status sparse_all_reduce(Communicator& c, const SparseRequest& r);
 
+// The same as an asynchronous named operation: fills the signature (kind,
+// count, dtype, op, and k / algorithm / residual mixed into root) and the
+// body of `spec` (one partition, run by the async engine over its Peers).
+// The caller sets the name and priority and submits it.
+void sparse_async_spec(Communicator& c, const SparseRequest& r, AsyncOpSpec* spec);
+
 // The user's step on this rank's shard: (shard, shard count, offset of the
 // shard in the whole buffer) -> 0 on success, anything else is a failure.
 using PtoCallback = std::function<int(void* shard, size_t count, size_t offset)>;

@@ -28,9 +28,11 @@ int main() {
         kf_comm_last_error(comm));
   const uint64_t big = 300000;
   std::vector<int32_t> a(big), sum(big, -1);
-  for (uint64_t j = 0; j < big; ++j) a[j] = static_cast<int32_t>((j * 31 + uint64_t(rank) * 7) % 1000);
+  for (uint64_t j = 0; j < big; ++j)
+    a[j] = static_cast<int32_t>((j * 31 + uint64_t(rank) * 7) % 1000);
   kf_request_t ra = nullptr, rg = nullptr;
-  kf_status_t st = kf_iall_reduce(comm, "y", a.data(), sum.data(), big, KF_INT32, KF_SUM, nullptr, &ra);
+  kf_status_t st =
+      kf_iall_reduce(comm, "y", a.data(), sum.data(), big, KF_INT32, KF_SUM, nullptr, &ra);
   check(st == KF_SUCCESS, "submit all_reduce under hier", kf_comm_last_error(comm));
   check(kf_comm_set_strategy(comm, KF_STRATEGY_FLAT) == KF_SUCCESS, "switch to flat while pending",
         kf_comm_last_error(comm));
@@ -61,7 +63,8 @@ int main() {
   if (odd) kf_iall_reduce(comm, "x", x.data(), xo.data(), x.size(), KF_INT32, KF_SUM, nullptr, &rx);
   check(kf_comm_set_strategy(comm, KF_STRATEGY_HIERARCHICAL) == KF_SUCCESS, "switch to hier",
         kf_comm_last_error(comm));
-  if (!odd) kf_iall_reduce(comm, "x", x.data(), xo.data(), x.size(), KF_INT32, KF_SUM, nullptr, &rx);
+  if (!odd)
+    kf_iall_reduce(comm, "x", x.data(), xo.data(), x.size(), KF_INT32, KF_SUM, nullptr, &rx);
   st = rx != nullptr ? kf_request_wait(rx) : KF_ERR_INTERNAL;
   const char* text = rx != nullptr ? kf_request_error(rx) : "not submitted";
   check(st == KF_ERR_INVALID_USAGE && std::strstr(text, "strategy") != nullptr,

@@ -14,7 +14,7 @@ target_link_libraries(kf_sparse_algo_test PRIVATE kungfu_internal GTest::gtest_m
 add_test(NAME sparse_algo COMMAND kf_sparse_algo_test)
 set_tests_properties(sparse_algo PROPERTIES TIMEOUT 120 LABELS sparse)
 
-foreach(prog sparse_mp convergence)
+foreach(prog sparse_mp sparse_async_mp convergence)
   add_executable(sparse_${prog} ${CMAKE_CURRENT_LIST_DIR}/${prog}.cc)
   target_include_directories(sparse_${prog} PRIVATE ${CMAKE_CURRENT_LIST_DIR}
                              ${PROJECT_SOURCE_DIR}/tests/mp)
@@ -31,6 +31,13 @@ foreach(np 2 3 4)
 endforeach()
 kf_mp_test(sparse_mp_tcp_np4 4 120
            COMMAND -x KF_SPARSE_MIN_ELEMS=0 -x KF_TRANSPORT=tcp $<TARGET_FILE:sparse_sparse_mp>)
+# The async form (kf_isparse_all_reduce) mixed with dense async operations.
+set_target_properties(sparse_sparse_async_mp PROPERTIES OUTPUT_NAME sparse_async_mp)
+foreach(np 2 4)
+  kf_mp_test(sparse_async_mp_np${np} ${np} 120
+             COMMAND -x KF_SPARSE_MIN_ELEMS=0 $<TARGET_FILE:sparse_sparse_async_mp>)
+  set_tests_properties(sparse_async_mp_np${np} PROPERTIES LABELS "mp;sparse;async")
+endforeach()
 kf_mp_test(sparse_convergence_np4 4 300 SERIAL COMMAND $<TARGET_FILE:sparse_convergence>)
 set_tests_properties(sparse_mp_np2 sparse_mp_np3 sparse_mp_np4 sparse_mp_tcp_np4
                      sparse_convergence_np4 PROPERTIES LABELS "mp;sparse")

@@ -38,8 +38,10 @@ enum Kind { kAllReduce, kBroadcast, kAllGather, kReduceScatter, kBarrier, kKinds
 
 // Element j of op `id` on communicator `salt` at (communicator) rank r.
 int64_t value(int salt, int id, int r, uint64_t j) {
-  return static_cast<int64_t>((uint64_t(salt) * 1000003 + uint64_t(id) * 131 + uint64_t(r) * 7919 +
-                               j * 17) % 100000) - 50000;
+  return static_cast<int64_t>(
+             (uint64_t(salt) * 1000003 + uint64_t(id) * 131 + uint64_t(r) * 7919 + j * 17) %
+             100000) -
+         50000;
 }
 
 struct Op {
@@ -82,12 +84,12 @@ void run_comm(kf_comm_t c, int salt, int nops) {
                             KF_SUM, &opt, &o.req);
         break;
       case kBroadcast:
-        st = kf_ibroadcast(c, name.c_str(), o.send.data(), o.recv.data(), o.count, KF_INT64,
-                           o.root, &opt, &o.req);
+        st = kf_ibroadcast(c, name.c_str(), o.send.data(), o.recv.data(), o.count, KF_INT64, o.root,
+                           &opt, &o.req);
         break;
       case kAllGather:
-        st = kf_iall_gather(c, name.c_str(), o.send.data(), o.recv.data(), o.count, KF_INT64,
-                            &opt, &o.req);
+        st = kf_iall_gather(c, name.c_str(), o.send.data(), o.recv.data(), o.count, KF_INT64, &opt,
+                            &o.req);
         break;
       case kReduceScatter:
         st = kf_ireduce_scatter(c, name.c_str(), o.send.data(), o.recv.data(), o.count, KF_INT64,
@@ -115,8 +117,12 @@ void run_comm(kf_comm_t c, int salt, int nops) {
         case kAllReduce:
           for (int q = 0; q < n; ++q) want += value(salt, i, q, j);
           break;
-        case kBroadcast: want = value(salt, i, o.root, j); break;
-        case kAllGather: want = value(salt, i, static_cast<int>(j / o.count), j % o.count); break;
+        case kBroadcast:
+          want = value(salt, i, o.root, j);
+          break;
+        case kAllGather:
+          want = value(salt, i, static_cast<int>(j / o.count), j % o.count);
+          break;
         default:  // reduce_scatter: block r of every rank's send buffer
           for (int q = 0; q < n; ++q) want += value(salt, i, q, uint64_t(r) * o.count + j);
           break;
