@@ -67,7 +67,15 @@ std::string sig_difference(const SigRecord& a, int ra, const SigRecord& b, int r
   if (a.count != b.count) return diff("count", std::to_string(a.count), std::to_string(b.count));
   if (a.dtype != b.dtype) return diff("dtype", dtype_text(a.dtype), dtype_text(b.dtype));
   if (a.op != b.op) return diff("op", op_name(a.op), op_name(b.op));
-  if (a.root != b.root) return diff("root", std::to_string(a.root), std::to_string(b.root));
+  if (a.root != b.root) {
+    // The sparse all_reduce has no root: the field carries k, the algorithm
+    // and whether a residual is kept (sparse_ops.cc).
+    if (a.kind == kSparseAllReduce) {
+      return "k, algorithm or residual presence differ between rank " + std::to_string(ra) +
+             " and rank " + std::to_string(rb);
+    }
+    return diff("root", std::to_string(a.root), std::to_string(b.root));
+  }
   if (a.partition_elems != b.partition_elems) {
     return diff("partition size (elements)", std::to_string(a.partition_elems),
                 std::to_string(b.partition_elems));

@@ -7,8 +7,19 @@
 namespace kf {
 
 enum OpKind : uint32_t {
-  kAllReduce = 1, kBroadcast, kReduce, kAllGather, kReduceScatter, kAllToAll, kGather, kScatter,
-  kBarrier, kSendRecv,
+  kAllReduce = 1,
+  kBroadcast,
+  kReduce,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll,
+  kGather,
+  kScatter,
+  kBarrier,
+  kSendRecv,
+  // Operations of src/sparse (sparse_ops.cc), blocking and async.
+  kSparseAllReduce = 101,
+  kPto = 102,
 };
 
 inline const char* op_kind_name(uint32_t kind) {
@@ -23,6 +34,10 @@ inline const char* op_kind_name(uint32_t kind) {
     case kScatter: return "scatter";
     case kBarrier: return "barrier";
     case kSendRecv: return "send/recv";
+    case kSparseAllReduce:
+      return "sparse_all_reduce";
+    case kPto:
+      return "pto";
     default: return "unknown";
   }
 }

@@ -7,12 +7,10 @@
 #include "algo/common.h"
 #include "algo/reduce_kernels.h"
 #include "algo/ring.h"
+#include "sched/op_kind.h"
 
 namespace kf {
 namespace {
-
-// Operation kinds of src/sparse, beyond those of communicator_ops.cc.
-enum SparseOpKind : uint32_t { kSparseAllReduce = 101, kPto = 102 };
 
 // The host layout of the job, from the topology exchanged at init (one
 // host when the topology is missing).
