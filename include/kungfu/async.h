@@ -24,6 +24,17 @@
  * rank 2"); other operations go on. A count of 0 is a real operation (it
  * takes part in the matching and the checks).
  *
+ * Strategies (kungfu/strategy.h): partitions of kf_iall_reduce,
+ * kf_ibroadcast and kf_iall_gather run the communicator's strategy as it is
+ * when the operation is submitted (hierarchical on several hosts, ...); the
+ * strategy is part of the signature. kf_comm_set_strategy() may run while
+ * operations are pending: they keep the strategy of their submission. Every
+ * rank must submit an operation on the same side of a switch.
+ *
+ * Other named async operations: kf_isparse_all_reduce()
+ * (kungfu/sparse_allreduce.h) runs as one partition, scheduled with these
+ * by priority.
+ *
  * Stalls: when an operation was submitted here but not yet on some ranks for
  * longer than KF_STALL_WARN_MS, a warning names it and the missing ranks. At
  * the operation timeout (KF_TIMEOUT_MS, or kf_config_t.timeout_ms, counted

@@ -34,10 +34,8 @@ inline const char* op_kind_name(uint32_t kind) {
     case kScatter: return "scatter";
     case kBarrier: return "barrier";
     case kSendRecv: return "send/recv";
-    case kSparseAllReduce:
-      return "sparse_all_reduce";
-    case kPto:
-      return "pto";
+    case kSparseAllReduce: return "sparse_all_reduce";
+    case kPto: return "pto";
     default: return "unknown";
   }
 }
