@@ -48,5 +48,9 @@ add_test(NAME cluster.sparse_2x2
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/cluster_sparse.sh
                  ${PROJECT_SOURCE_DIR}/tests/cluster/cluster.sh $<TARGET_FILE:kfrun>
                  $<TARGET_FILE:sparse_sparse_mp>)
-set_tests_properties(cluster.sparse_2x2 PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77
+add_test(NAME cluster.sparse_async_2x2
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/cluster_sparse.sh
+                 ${PROJECT_SOURCE_DIR}/tests/cluster/cluster.sh $<TARGET_FILE:kfrun>
+                 $<TARGET_FILE:sparse_sparse_async_mp>)
+set_tests_properties(cluster.sparse_2x2 cluster.sparse_async_2x2 PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77
                      RUN_SERIAL TRUE PROCESSORS 4 LABELS "cluster;sparse")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cluster_sparse.sh CLUSTER_SH KFRUN SPARSE_MP: the sparse all_reduce tests
-# (sparse_mp) on 2 emulated hosts x 2 ranks, where KF_SPARSE_AUTO picks the
+# (sparse_mp, or sparse_async_mp for the async form) on 2 emulated hosts x 2 ranks, where KF_SPARSE_AUTO picks the
 # hierarchical algorithm and the exact hierarchical checks use two hosts.
 # Exit 77 (ctest skip) when namespaces cannot be created here.
 set -euo pipefail

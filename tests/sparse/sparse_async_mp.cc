@@ -6,6 +6,8 @@
 //    waited for in a different order than submitted; in place too;
 //  - with a residual, the async form gives the same bits (output and
 //    residual) as the blocking call on the same data;
+//  - the hierarchical algorithm (and auto, which picks it on several hosts)
+//    exact on this job's layout, beside a dense async all_reduce;
 //  - argument errors (bad name, k, op) return KF_ERR_INVALID_ARGUMENT with
 //    *req NULL; ranks that disagree on k fail with KF_ERR_INVALID_USAGE.
 #include <cmath>
@@ -157,6 +159,54 @@ void test_residual(kf_comm_t comm) {
   }
 }
 
+// The hierarchical algorithm through the async path on this job's layout
+// (one host: a single column; the emulated 2 x 2 cluster: two hosts): exact
+// against the reference, and KF_SPARSE_AUTO (hier on several hosts) at a
+// high priority beside a dense async all_reduce.
+void test_hier(kf_comm_t comm) {
+  int hosts = 0, host = 0, local = 0, local_size = 0;
+  kf_comm_host_count(comm, &hosts);
+  kf_comm_host_index(comm, g_rank, &host);
+  kf_comm_local_rank(comm, &local);
+  kf_comm_local_size(comm, &local_size);
+  if (hosts * local_size != g_size) {
+    std::printf("rank %d: hosts hold different rank counts; hierarchical test skipped\n", g_rank);
+    return;
+  }
+  const size_t d = 4099, k = 64;
+  const std::vector<double> want = sparse_ref::hier_expected(d, k, hosts, local_size);
+  const std::vector<float> x = sparse_ref::hier_gradient(d, host, local);
+  std::vector<float> y(d, -1.0f), z(d, -1.0f);
+  std::vector<int32_t> ds(50000, g_rank + 1), dr(50000, 0);
+  kf_sparse_options_t hier = KF_SPARSE_OPTIONS_INITIALIZER;
+  hier.algorithm = KF_SPARSE_HIER;
+  kf_op_options_t low = KF_OP_OPTIONS_INITIALIZER, high = KF_OP_OPTIONS_INITIALIZER;
+  low.priority = 5;
+  high.priority = -5;
+  kf_request_t rd = nullptr, rh = nullptr, ra = nullptr;
+  kf_status_t s = kf_iall_reduce(comm, "hier.dense", ds.data(), dr.data(), ds.size(), KF_INT32,
+                                 KF_SUM, &low, &rd);
+  CHECK(s == KF_SUCCESS, "dense submit: %s", kf_status_string(s));
+  s = kf_isparse_all_reduce(comm, "hier.sparse", x.data(), y.data(), d, KF_SUM, k, nullptr, &hier,
+                            &high, &rh);
+  CHECK(s == KF_SUCCESS, "hier submit: %s", kf_comm_last_error(comm));
+  s = kf_isparse_all_reduce(comm, "hier.auto", x.data(), z.data(), d, KF_SUM, k, nullptr, nullptr,
+                            &high, &ra);
+  CHECK(s == KF_SUCCESS, "auto submit: %s", kf_comm_last_error(comm));
+  for (kf_request_t r : {ra, rh, rd}) {
+    if (r == nullptr) continue;
+    s = kf_request_wait(r);
+    CHECK(s == KF_SUCCESS, "hier test wait: %s: %s", kf_status_string(s), kf_request_error(r));
+    kf_request_free(r);
+  }
+  compare("async hier", y, want, 1.0);
+  if (hosts > 1 && local_size > 1) compare("async auto (hier)", z, want, 1.0);
+  size_t wrong = 0;
+  for (int32_t v : dr) wrong += v != g_size * (g_size + 1) / 2;
+  CHECK(wrong == 0, "dense beside hier: %zu wrong elements", wrong);
+  if (g_rank == 0) std::printf("hierarchical checked on %d host(s) x %d\n", hosts, local_size);
+}
+
 void test_errors(kf_comm_t comm) {
   std::vector<float> x(100, 1.0f), y(100);
   kf_request_t r = reinterpret_cast<kf_request_t>(0x1);
@@ -199,6 +249,7 @@ int main() {
   test_errors(comm);
   test_mixed(comm);
   test_residual(comm);
+  test_hier(comm);
   if (g_size > 1) test_mismatch(comm);
   // The communicator still works.
   int32_t one = 1, total = 0;
@@ -209,6 +260,6 @@ int main() {
     std::fprintf(stderr, "rank %d: %d failures\n", g_rank, g_failures);
     return 1;
   }
-  std::printf("rank %d: sparse_async_mp OK (np %d)\n", g_rank, g_size);
+  std::printf("rank %d: sparse_mp OK (np %d) [async]\n", g_rank, g_size);
   return 0;
 }
