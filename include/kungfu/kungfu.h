@@ -164,7 +164,9 @@ KF_API const char* kf_comm_last_error(kf_comm_t comm);
 /* All ranks must call the same collective with the same count, dtype, op   */
 /* and root. sendbuf == recvbuf (or the documented in-place position) runs  */
 /* in place. Buffers belong to the caller and are not touched after return. */
-/* A count of 0 is valid and returns at once after argument checks.         */
+/* A count of 0 is valid (buffers may be NULL) and moves no data, but it is */
+/* still a collective: every rank must call it and it waits for the others */
+/* like a barrier; a peer's nonzero count is an error on every rank.        */
 /* Common errors: KF_ERR_INVALID_ARGUMENT for NULL buffers with count > 0,  */
 /* a bad dtype, op or root, or a byte size that overflows; KF_ERR_REMOTE    */
 /* when a peer died; KF_ERR_TIMEOUT; KF_ERR_ABORTED after an earlier peer   */

@@ -25,7 +25,9 @@ Status one_shot_all_reduce(SharedArena& a, uint32_t signature, const void* send,
   const int n = a.size();
   const int w = a.next_buffer();
   a.publish_signature(w, signature);
-  std::memcpy(a.buffer(a.rank(), w), send, count * dtype_size(dtype));
+  // A zero-length call still publishes its signature and meets the others
+  // (its buffers may be NULL, which memcpy must not see even for 0 bytes).
+  if (count > 0) std::memcpy(a.buffer(a.rank(), w), send, count * dtype_size(dtype));
   KF_RETURN_IF_ERROR(a.barrier());
   KF_RETURN_IF_ERROR(check_signatures(a, w, signature));
   // Every rank reduces in rank order, so every rank gets the same bits.
@@ -110,7 +112,7 @@ Status arena_all_reduce(SharedArena& a, uint32_t signature, const void* send, vo
                         size_t count, kf_dtype_t dtype, kf_op_t op, size_t one_shot_max_bytes) {
   const size_t bytes = count * dtype_size(dtype);
   if (a.size() == 1) {
-    if (send != recv) std::memcpy(recv, send, bytes);
+    if (send != recv && bytes > 0) std::memcpy(recv, send, bytes);
     if (op == KF_AVG) finish_average(dtype, recv, count, 1);
     return Status::ok();
   }

@@ -1,4 +1,8 @@
 // Blocking collective entry points: check arguments, then run the operation.
+// A zero-length collective still runs on the engine (as a zero-length named
+// operation): skipping it here would leave this rank's per-name sequence one
+// behind a rank that called it with a nonzero count, so the mismatch would
+// show as a hang instead of an error.
 #include "api/guard.h"
 #include "api/validate.h"
 #include "kungfu/kungfu.h"
@@ -17,7 +21,6 @@ KF_API kf_status_t kf_all_reduce(kf_comm_t comm, const void* sendbuf, void* recv
     Check c("kf_all_reduce", comm);
     c.comm().dtype(dtype_raw).op(op_raw).count(count, dtype_raw).buffer(sendbuf, "sendbuf", count).buffer(recvbuf, "recvbuf", count);
     KF_RETURN_IF_ERROR(c.status());
-    if (count == 0) return Status::ok();
     return comm->impl->all_reduce(sendbuf, recvbuf, count, kf_dtype_t(dtype_raw), kf_op_t(op_raw));
   });
 }
@@ -31,7 +34,6 @@ KF_API kf_status_t kf_broadcast(kf_comm_t comm, const void* sendbuf, void* recvb
     KF_RETURN_IF_ERROR(c.status());
     c.buffer(sendbuf, "sendbuf (on root)", count, comm->impl->rank() == root).buffer(recvbuf, "recvbuf", count);
     KF_RETURN_IF_ERROR(c.status());
-    if (count == 0) return Status::ok();
     return comm->impl->broadcast(sendbuf, recvbuf, count, kf_dtype_t(dtype_raw), root);
   });
 }
@@ -46,7 +48,6 @@ KF_API kf_status_t kf_reduce(kf_comm_t comm, const void* sendbuf, void* recvbuf,
     KF_RETURN_IF_ERROR(c.status());
     c.buffer(sendbuf, "sendbuf", count).buffer(recvbuf, "recvbuf (on root)", count, comm->impl->rank() == root);
     KF_RETURN_IF_ERROR(c.status());
-    if (count == 0) return Status::ok();
     return comm->impl->reduce(sendbuf, recvbuf, count, kf_dtype_t(dtype_raw), kf_op_t(op_raw), root);
   });
 }
@@ -61,7 +62,6 @@ KF_API kf_status_t kf_all_gather(kf_comm_t comm, const void* sendbuf, void* recv
     uint64_t n = static_cast<uint64_t>(comm->impl->size());
     c.dtype(dtype_raw).count(sendcount, dtype_raw, n).buffer(sendbuf, "sendbuf", sendcount).buffer(recvbuf, "recvbuf", sendcount);
     KF_RETURN_IF_ERROR(c.status());
-    if (sendcount == 0) return Status::ok();
     return comm->impl->all_gather(sendbuf, recvbuf, sendcount, kf_dtype_t(dtype_raw));
   });
 }
@@ -77,7 +77,6 @@ KF_API kf_status_t kf_reduce_scatter(kf_comm_t comm, const void* sendbuf, void* 
     uint64_t n = static_cast<uint64_t>(comm->impl->size());
     c.dtype(dtype_raw).op(op_raw).count(recvcount, dtype_raw, n).buffer(sendbuf, "sendbuf", recvcount).buffer(recvbuf, "recvbuf", recvcount);
     KF_RETURN_IF_ERROR(c.status());
-    if (recvcount == 0) return Status::ok();
     return comm->impl->reduce_scatter(sendbuf, recvbuf, recvcount, kf_dtype_t(dtype_raw), kf_op_t(op_raw));
   });
 }
@@ -92,7 +91,6 @@ KF_API kf_status_t kf_all_to_all(kf_comm_t comm, const void* sendbuf, void* recv
     uint64_t n = static_cast<uint64_t>(comm->impl->size());
     c.dtype(dtype_raw).count(count, dtype_raw, n).buffer(sendbuf, "sendbuf", count).buffer(recvbuf, "recvbuf", count);
     KF_RETURN_IF_ERROR(c.status());
-    if (count == 0) return Status::ok();
     return comm->impl->all_to_all(sendbuf, recvbuf, count, kf_dtype_t(dtype_raw));
   });
 }
@@ -109,7 +107,6 @@ KF_API kf_status_t kf_gather(kf_comm_t comm, const void* sendbuf, void* recvbuf,
     KF_RETURN_IF_ERROR(c.status());
     c.buffer(sendbuf, "sendbuf", sendcount).buffer(recvbuf, "recvbuf (on root)", sendcount, comm->impl->rank() == root);
     KF_RETURN_IF_ERROR(c.status());
-    if (sendcount == 0) return Status::ok();
     return comm->impl->gather(sendbuf, recvbuf, sendcount, kf_dtype_t(dtype_raw), root);
   });
 }
@@ -126,7 +123,6 @@ KF_API kf_status_t kf_scatter(kf_comm_t comm, const void* sendbuf, void* recvbuf
     KF_RETURN_IF_ERROR(c.status());
     c.buffer(sendbuf, "sendbuf (on root)", recvcount, comm->impl->rank() == root).buffer(recvbuf, "recvbuf", recvcount);
     KF_RETURN_IF_ERROR(c.status());
-    if (recvcount == 0) return Status::ok();
     return comm->impl->scatter(sendbuf, recvbuf, recvcount, kf_dtype_t(dtype_raw), root);
   });
 }

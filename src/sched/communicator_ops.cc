@@ -20,6 +20,16 @@ OpSignature sig(OpKind kind, size_t count, int dtype, int op, int root) {
   return s;
 }
 
+// A zero-length collective moves no data, but it is still a named operation
+// with its own sequence number on every rank: it runs as a barrier under the
+// operation's name and signature, so a rank that called it with a nonzero
+// count meets frames with a different signature (an error) instead of
+// waiting for an operation its peer never runs.
+Engine::Body unless_empty(size_t count, const AlgoOptions& algo, Engine::Body body) {
+  if (count > 0) return body;
+  return [&algo](Peers& p) { return kf::barrier(p, algo); };
+}
+
 }  // namespace
 
 // Blocking calls on one communicator run one at a time: they must be issued
@@ -46,6 +56,7 @@ Status Communicator::all_reduce(const void* send, void* recv, size_t count, kf_d
       if (!st.is_ok()) engine_.abort(st);
       return st;
     }
+    if (count == 0) return kf::barrier(p, algo_);  // see unless_empty()
     return strategy_all_reduce(p, algo_, strategy_opts_, host_layout(), strat, send, recv, count,
                                dt, op);
   });
@@ -53,49 +64,56 @@ Status Communicator::all_reduce(const void* send, void* recv, size_t count, kf_d
 
 Status Communicator::broadcast(const void* send, void* recv, size_t count, kf_dtype_t dt,
                                int root) {
-  return run_blocking("kf.broadcast", sig(kBroadcast, count, dt, -1, root), [&](Peers& p) {
-    return strategy_broadcast(p, algo_, strategy_opts_, host_layout(), strategy(), send, recv,
-                              count, dt, root);
-  });
+  return run_blocking("kf.broadcast", sig(kBroadcast, count, dt, -1, root),
+                      unless_empty(count, algo_, [&](Peers& p) {
+                        return strategy_broadcast(p, algo_, strategy_opts_, host_layout(),
+                                                  strategy(), send, recv, count, dt, root);
+                      }));
 }
 
 Status Communicator::reduce(const void* send, void* recv, size_t count, kf_dtype_t dt, kf_op_t op,
                             int root) {
-  return run_blocking("kf.reduce", sig(kReduce, count, dt, op, root), [&](Peers& p) {
-    return kf::reduce(p, algo_, send, recv, count, dt, op, root);
-  });
+  return run_blocking("kf.reduce", sig(kReduce, count, dt, op, root),
+                      unless_empty(count, algo_, [&](Peers& p) {
+                        return kf::reduce(p, algo_, send, recv, count, dt, op, root);
+                      }));
 }
 
 Status Communicator::all_gather(const void* send, void* recv, size_t count, kf_dtype_t dt) {
-  return run_blocking("kf.all_gather", sig(kAllGather, count, dt, -1, -1), [&](Peers& p) {
-    return strategy_all_gather(p, algo_, strategy_opts_, host_layout(), strategy(), send, recv,
-                               count, dt);
-  });
+  return run_blocking("kf.all_gather", sig(kAllGather, count, dt, -1, -1),
+                      unless_empty(count, algo_, [&](Peers& p) {
+                        return strategy_all_gather(p, algo_, strategy_opts_, host_layout(),
+                                                   strategy(), send, recv, count, dt);
+                      }));
 }
 
 Status Communicator::reduce_scatter(const void* send, void* recv, size_t count, kf_dtype_t dt,
                                     kf_op_t op) {
-  return run_blocking("kf.reduce_scatter", sig(kReduceScatter, count, dt, op, -1), [&](Peers& p) {
-    return kf::reduce_scatter(p, algo_, send, recv, count, dt, op);
-  });
+  return run_blocking("kf.reduce_scatter", sig(kReduceScatter, count, dt, op, -1),
+                      unless_empty(count, algo_, [&](Peers& p) {
+                        return kf::reduce_scatter(p, algo_, send, recv, count, dt, op);
+                      }));
 }
 
 Status Communicator::all_to_all(const void* send, void* recv, size_t count, kf_dtype_t dt) {
-  return run_blocking("kf.all_to_all", sig(kAllToAll, count, dt, -1, -1), [&](Peers& p) {
-    return kf::all_to_all(p, algo_, send, recv, count, dt);
-  });
+  return run_blocking("kf.all_to_all", sig(kAllToAll, count, dt, -1, -1),
+                      unless_empty(count, algo_, [&](Peers& p) {
+                        return kf::all_to_all(p, algo_, send, recv, count, dt);
+                      }));
 }
 
 Status Communicator::gather(const void* send, void* recv, size_t count, kf_dtype_t dt, int root) {
-  return run_blocking("kf.gather", sig(kGather, count, dt, -1, root), [&](Peers& p) {
-    return kf::gather(p, algo_, send, recv, count, dt, root);
-  });
+  return run_blocking("kf.gather", sig(kGather, count, dt, -1, root),
+                      unless_empty(count, algo_, [&](Peers& p) {
+                        return kf::gather(p, algo_, send, recv, count, dt, root);
+                      }));
 }
 
 Status Communicator::scatter(const void* send, void* recv, size_t count, kf_dtype_t dt, int root) {
-  return run_blocking("kf.scatter", sig(kScatter, count, dt, -1, root), [&](Peers& p) {
-    return kf::scatter(p, algo_, send, recv, count, dt, root);
-  });
+  return run_blocking("kf.scatter", sig(kScatter, count, dt, -1, root),
+                      unless_empty(count, algo_, [&](Peers& p) {
+                        return kf::scatter(p, algo_, send, recv, count, dt, root);
+                      }));
 }
 
 Status Communicator::barrier() {
