@@ -97,7 +97,7 @@ Status Communicator::split(int color, int key, const CommOptions& opts,
                         " could not open a listening socket");
   }
   std::vector<char> padded(longest, 0), all(longest * static_cast<size_t>(size_));
-  std::memcpy(padded.data(), record.data(), record.size());
+  if (!record.empty()) std::memcpy(padded.data(), record.data(), record.size());
   if (longest > 0)
     KF_RETURN_IF_ERROR(exchange("kf.split.records", padded.data(), all.data(), longest));
 

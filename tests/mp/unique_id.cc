@@ -1,12 +1,14 @@
 // NCCL-style bootstrap without a launcher: rank 0 creates a unique id, the id
-// travels out of band (here: inherited through fork), every rank calls
+// travels out of band (here: on the command line of the re-executed ranks), every rank calls
 // kf_comm_init(id, size, rank), and an all_reduce checks the group. Also
 // checks that a forged id (right address, wrong secret) is refused.
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "kungfu/kungfu.h"
@@ -33,8 +35,16 @@ int run_rank(const kf_unique_id_t& id, int size, int rank) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   const int size = 3;
+  // A child rank: re-executed with the id's text (a fork of a process whose
+  // rendezvous thread runs could inherit a lock held by that thread).
+  if (argc == 4 && std::strcmp(argv[1], "--rank") == 0) {
+    kf_unique_id_t child_id;
+    std::memset(&child_id, 0, sizeof(child_id));
+    std::strncpy(child_id.internal, argv[3], sizeof(child_id.internal) - 1);
+    return run_rank(child_id, size, std::atoi(argv[2]));
+  }
   kf_unique_id_t id;
   kf_status_t st = kf_get_unique_id(&id);
   if (st != KF_SUCCESS) {
@@ -45,9 +55,11 @@ int main() {
   for (int r = 1; r < size; ++r) {
     pid_t pid = fork();
     if (pid == 0) {
-      int rc = run_rank(id, size, r);
+      std::string rank = std::to_string(r);
+      execl("/proc/self/exe", argv[0], "--rank", rank.c_str(), id.internal, static_cast<char*>(nullptr));
+      std::printf("FAIL rank %d: cannot re-execute %s\n", r, argv[0]);
       std::fflush(stdout);
-      _exit(rc);
+      _exit(127);
     }
     kids.push_back(pid);
   }
