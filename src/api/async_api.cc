@@ -270,7 +270,14 @@ KF_API kf_status_t kf_ibarrier(kf_comm_t comm, const char* name, const kf_op_opt
 
 KF_API kf_status_t kf_request_test(kf_request_t req) {
   if (!kf::api::request_live(req)) return KF_ERR_INVALID_ARGUMENT;
-  if (!req->state->done()) return KF_IN_PROGRESS;
+  if (!req->state->done()) {
+    try {
+      req->engine->poll(req->state);  // never blocks
+    } catch (...) {
+      return KF_ERR_INTERNAL;
+    }
+    if (!req->state->done()) return KF_IN_PROGRESS;
+  }
   return req->state->status().code();
 }
 

@@ -3,6 +3,7 @@
 // stall inspector are in async_finish.cc.
 #include "sched/async_engine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <new>
 
@@ -64,7 +65,15 @@ AsyncEngine::AsyncEngine(Engine* engine, const AlgoOptions& algo, int64_t timeou
       stall_warn_ms_(knob_int(Knob::KF_STALL_WARN_MS)), rank_(engine->rank()),
       size_(engine->size()),
       partition_bytes_(knob_bytes(Knob::KF_PARTITION_BYTES, 4 << 20)),
-      credit_bytes_(knob_bytes(Knob::KF_CREDIT_BYTES, 1 << 20)) {}
+      credit_bytes_(knob_bytes(Knob::KF_CREDIT_BYTES, 1 << 20)),
+      fusion_threshold_(static_cast<uint64_t>(std::max<int64_t>(0, knob_int(Knob::KF_FUSION_THRESHOLD_BYTES)))) {
+  if (fusion_threshold_ > 0 && size_ > 1) {
+    FusionOptions fo;
+    fo.max_bytes = knob_bytes(Knob::KF_FUSION_BUNDLE_BYTES, fo.max_bytes);
+    fo.cycle_us = std::max<int64_t>(0, knob_int(Knob::KF_FUSION_CYCLE_US));
+    fuser_.reset(new Fuser(engine, fo));
+  }
+}
 
 AsyncEngine::~AsyncEngine() { close(); }
 
@@ -73,6 +82,7 @@ void AsyncEngine::close() {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) return;
   }
+  if (fuser_) fuser_->flush();
   drain(0);
   bool busy;
   {
@@ -92,6 +102,11 @@ void AsyncEngine::close() {
   inspect_cv_.notify_all();
   for (auto& t : workers) t.join();
   if (inspector_.joinable()) inspector_.join();
+  fuser_.reset();  // waits for its bundles in flight
+}
+
+Fuser::Stats AsyncEngine::fusion_stats() const {
+  return fuser_ ? fuser_->stats() : Fuser::Stats{};
 }
 
 void AsyncEngine::set_partition_bytes(uint64_t bytes) {
@@ -144,6 +159,7 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
   const size_t es = dtype_size(spec.dtype);
   uint64_t pbytes = spec.partition_bytes > 0 ? spec.partition_bytes : partition_bytes_.load();
   o->plan = plan_partitions(spec.kind, spec.count, es, size_, pbytes);
+  o->fused = fusible(spec, o->plan, spec.count * es);
   o->name_hash = hash_name(spec.name.data(), spec.name.size());
   o->sig.kind = spec.kind;
   o->sig.count = spec.count;
@@ -152,6 +168,7 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
   o->sig.root = spec.root;
   o->sig.partition_elems = o->plan.elems;
   o->sig.strategy = spec.strategy;
+  o->sig.fused = o->fused;
   o->sig.name = spec.name;
   OpSignature os;
   os.kind = spec.kind;
@@ -159,7 +176,8 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
   os.dtype = o->sig.dtype;
   os.op = spec.op;
   os.root = spec.root;
-  o->digest = os.digest() ^ static_cast<uint32_t>(o->plan.elems * 0x9e3779b1u);
+  o->digest = os.digest() ^ static_cast<uint32_t>(o->plan.elems * 0x9e3779b1u) ^
+              (o->fused ? 0x5bd1e995u : 0u);
   o->parts.resize(o->plan.count);
   for (uint32_t i = 0; i < o->plan.count; ++i) {
     o->parts[i].op = o;
@@ -184,6 +202,7 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
     o->order = next_order_++;
     o->unfinished = o->plan.count + 1;  // +1: this submission
     pending_[{o->name_hash, o->seq}] = op;
+    o->req->op_ = o;
     if (size_ > 1) start_inspector_locked();
   }
   emit(AsyncEvent::Type::kSubmit, *o, 0, o->total_bytes, Status::ok());
@@ -193,10 +212,19 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
   if (size_ > 1) {
     o->ctl_recv.reset(new OpPeers(engine_, o->spec.name, o->name_hash, sig_wire, 0, o->deadline));
     o->ctl_recv->set_display(o->seq, " (signature)");
+    if (o->fused) {
+      // A peer that submitted something else under this name and sequence
+      // never sends our data: its signature frame ends the wait instead.
+      std::weak_ptr<AsyncOp> w = op;
+      o->ctl_recv->set_recv_listener([this, w] { fused_event(w, false); });
+    }
     for (int r = 0; r < size_; ++r) {
       if (r == rank_) continue;
       o->sig_in[r].resize(kSigRecordBytes);
-      o->sig_recv[r] = o->ctl_recv->irecv(r, Tag{0, kSigStep}, o->sig_in[r].data(), kSigRecordBytes);
+      TransferHandle t = o->ctl_recv->irecv(r, Tag{0, kSigStep}, o->sig_in[r].data(), kSigRecordBytes);
+      // check_signatures() may already run on a transport thread (fused).
+      std::lock_guard<std::mutex> op_lock(o->mu);
+      o->sig_recv[r] = std::move(t);
     }
   }
 
@@ -209,6 +237,10 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
     o->ready = true;
     if (size_ > 1) start_inspector_locked();  // it skipped this op while it was not ready
     o->queued = o->plan.count;
+    if (o->fused) {
+      o->parts[0].state = AsyncPartition::State::kRunnable;  // started below, never queued
+      o->queued = 0;
+    }
     o->seen.assign(static_cast<size_t>(size_), 0);
     auto rem = remembered_.find({o->name_hash, o->seq});
     if (rem != remembered_.end()) {
@@ -219,7 +251,7 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
       for (int src : rem->second.submitted_by) saw_signature_locked(o, src);
       remembered_.erase(rem);
     }
-    if (o->queued == 1 && o->plan.count == 1 && o->total_bytes <= kEagerBytes &&
+    if (!o->fused && o->queued == 1 && o->plan.count == 1 && o->total_bytes <= kEagerBytes &&
         eager_running_ < kMaxEager) {
       AsyncPartition* p = &o->parts[0];
       p->state = AsyncPartition::State::kRunnable;
@@ -235,7 +267,8 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
       drop_queued_locked(o);
     }
     admit_locked(&starts);
-    while (prefix < o->plan.count && o->parts[prefix].state != AsyncPartition::State::kQueued) {
+    while (!o->fused && prefix < o->plan.count &&
+           o->parts[prefix].state != AsyncPartition::State::kQueued) {
       ++prefix;
     }
   }
@@ -245,11 +278,13 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
     o->sig_out.resize(kSigRecordBytes);
     encode_sig(o->sig, o->sig_out.data());
     o->ctl_send.reset(new OpPeers(engine_, o->spec.name, o->name_hash, sig_wire, prefix, o->deadline));
+    if (o->fused) o->ctl_send->set_fuser(fuser_.get());
     for (int r = 0; r < size_; ++r) {
       if (r == rank_) continue;
       o->sig_send[r] = o->ctl_send->isend(r, Tag{0, kSigStep}, o->sig_out.data(), kSigRecordBytes);
     }
   }
+  if (o->fused) start_fused(o, op);
   announce(starts, o, prefix);
   make_runnable(starts);
 
@@ -430,6 +465,7 @@ void AsyncEngine::on_broken(const Status& why) {
     AsyncOp* o = kv.second.get();
     if (!o->ready) continue;
     o->set_error(why);
+    if (o->fused) fused_ready_locked(o);
     uint32_t before = o->unfinished;
     drop_queued_locked(o);
     // Completion may wait on transports: never on this (transport) thread.
@@ -474,6 +510,7 @@ void AsyncEngine::worker_loop() {
 }
 
 bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req) {
+  if (fuser_) fuser_->flush();
   AsyncPartition* mine = nullptr;
   {
     std::unique_lock<std::mutex> lock(mu_);
@@ -483,6 +520,39 @@ bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req) {
         runnable_.erase(it);
         break;
       }
+    }
+    AsyncOp* own = req->op_;
+    if (mine == nullptr && own != nullptr && own->fused) {
+      if (own->fused_state == AsyncOp::FusedState::kHanded) {
+        mine = &own->parts[0];
+      } else if (own->fused_state == AsyncOp::FusedState::kWaiting) {
+        // Move its data here (shared memory has no progress thread; over
+        // TCP the waiter reads the socket itself): the receive that
+        // completes last hands the operation to this thread.
+        TransferHandle t;
+        for (const auto& r : own->one_shot.receives()) {
+          if (!r->done()) {
+            t = r;
+            break;
+          }
+        }
+        ++own->helpers;
+        lock.unlock();
+        if (t) wait_transfer(t, Deadline::after_ms(std::min(20, own->deadline.remaining_ms())));
+        lock.lock();
+        --own->helpers;
+        if (own->fused_state != AsyncOp::FusedState::kHanded) {
+          if (!t) {
+            // No receive left open, yet not ready: the last listener is
+            // about to run. Yield rather than spin on the lock.
+            lock.unlock();
+            std::this_thread::yield();
+          }
+          return true;
+        }
+        mine = &own->parts[0];
+      }
+      if (mine != nullptr) own->fused_state = AsyncOp::FusedState::kRunning;
     }
     // None of ours, but started partitions of other operations wait for a
     // worker: run the first here (this thread would only sleep, and the
@@ -533,9 +603,10 @@ bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req) {
 
 void AsyncEngine::run_partition_task(AsyncPartition* p) {
   AsyncOp* o = p->op;
-  emit(AsyncEvent::Type::kStart, *o, p->index, p->bytes, Status::ok());
   Status st;
-  if (o->failed.load()) {
+  if (o->fused) {
+    st = run_fused(o);  // its start was at submission
+  } else if (emit(AsyncEvent::Type::kStart, *o, p->index, p->bytes, Status::ok()), o->failed.load()) {
     st = o->first_error();
   } else {
     OpPeers peers(engine_, o->spec.name, o->name_hash, (o->seq << kPartitionBits) | p->index,

@@ -35,6 +35,15 @@
 //     While partitions wait for data they also watch the signature frames,
 //     so a mismatch ends the operation on every rank instead of hanging.
 //
+// Fusion: a small all_reduce (at most KF_FUSION_THRESHOLD_BYTES, one
+// partition) is "fused": submit() sends its signature frame and its data to
+// every peer at once through the Fuser (sched/fusion.h), which packs the
+// frames of operations submitted close together into one transfer per
+// peer, and the operation completes by the one-shot algorithm
+// (algo/one_shot.h) once every peer's data is in, on a worker or on the
+// thread waiting for it. Whether an operation is fused is part of its
+// signature.
+//
 // The shared-memory arena of the blocking all_reduce is not used here:
 // async operations always run over the peer rings, so any number may run at
 // once beside a blocking call.
@@ -63,12 +72,14 @@
 #include "algo/strategy.h"
 #include "base/status.h"
 #include "sched/engine.h"
+#include "sched/fusion.h"
 #include "transport/transfer.h"
 
 namespace kf {
 
 struct AsyncOp;
 struct AsyncPartition;
+struct PartitionPlan;
 using OpKey = std::pair<uint64_t, uint64_t>;  // (name hash, seq)
 
 // Ready-queue order: priority, then local submission order. The queue holds
@@ -153,6 +164,7 @@ class AsyncRequest {
  private:
   friend class AsyncEngine;
   void finish(const Status& st);
+  AsyncOp* op_ = nullptr;  // while pending; guarded by the engine's mutex
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;
@@ -174,9 +186,18 @@ class AsyncEngine {
   // (the op may already be complete, e.g. on a single rank).
   Status submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out);
 
-  // Runs started-but-unclaimed partitions of `req` on the calling thread;
-  // true if it ran one.
+  // Runs started-but-unclaimed partitions of `req` on the calling thread,
+  // or moves its data; true if it did something (call again). Sends the
+  // fused frames held back first: whoever waits is done submitting.
   bool help(const std::shared_ptr<AsyncRequest>& req);
+  // For kf_request_test: sends the fused frames held back, moves
+  // shared-memory bytes once, and completes `req` here if its data is in.
+  // Never blocks.
+  void poll(const std::shared_ptr<AsyncRequest>& req);
+
+  // Operation fusion, for tests and benchmarks: what the fuser packed so far
+  // (zeros when fusion is off).
+  Fuser::Stats fusion_stats() const;
 
   // Online tuning. Partition size applies to operations submitted after the
   // call; every rank must make the same change at the same point of its
@@ -234,6 +255,11 @@ class AsyncEngine {
   void partition_done(AsyncPartition* p, const Status& st);
   Status check_signatures(AsyncOp* op);
   void finalize(AsyncOp* op);
+  void start_fused(AsyncOp* op, const std::shared_ptr<AsyncOp>& keep);
+  void fused_event(const std::weak_ptr<AsyncOp>& op, bool data);
+  void fused_ready_locked(AsyncOp* op);
+  Status run_fused(AsyncOp* op);
+  bool fusible(const AsyncOpSpec& spec, const PartitionPlan& plan, uint64_t bytes) const;
   void inspector_loop();
   void start_inspector_locked();
   std::string missing_ranks(AsyncOp* op) const;
@@ -249,6 +275,8 @@ class AsyncEngine {
   const int size_;
   std::atomic<uint64_t> partition_bytes_;
   std::atomic<uint64_t> credit_bytes_;
+  const uint64_t fusion_threshold_;  // 0: fusion off
+  std::unique_ptr<Fuser> fuser_;     // null when fusion is off or size_ == 1
 
   mutable std::mutex mu_;
   std::condition_variable work_cv_;     // workers wait here for runnable partitions

@@ -104,6 +104,7 @@ void AsyncEngine::finalize(AsyncOp* o) {
       keep = std::move(it->second);
       pending_.erase(it);
     }
+    o->req->op_ = nullptr;
     remembered_.erase({o->name_hash, o->seq});
   }
   emit(AsyncEvent::Type::kFinish, *o, 0, o->total_bytes, st);
@@ -163,8 +164,18 @@ void AsyncEngine::inspector_loop() {
       if (!o->deadline.is_never()) {
         int64_t at = std::chrono::duration_cast<std::chrono::nanoseconds>(
                          o->deadline.time_point().time_since_epoch()).count();
-        bool queued = o->queued > 0;
-        if (queued && now >= at) {
+        // A fused operation waiting for data is "queued" too: no thread
+        // waits for it, so its deadline is enforced here.
+        const bool waiting_fused = o->fused && o->fused_state == AsyncOp::FusedState::kWaiting;
+        bool queued = o->queued > 0 || waiting_fused;
+        if (waiting_fused && now >= at) {
+          std::string missing = missing_ranks(o);
+          o->set_error(timeout_error(o->label() + " timed out after " + std::to_string(timeout_ms_) +
+                                     " ms" + (missing.empty() ? " waiting for data"
+                                                              : "; rank(s) " + missing +
+                                                                    " never submitted it")));
+          fused_ready_locked(o);
+        } else if (queued && now >= at) {
           std::string missing = missing_ranks(o);
           o->set_error(timeout_error(o->label() + " timed out in the queue after " +
                                      std::to_string(timeout_ms_) + " ms" +

@@ -41,6 +41,7 @@ void encode_sig(const SigRecord& s, char out[kSigRecordBytes]) {
   size_t n = std::min<size_t>(s.name.size(), 255);
   put(out, 32, n, 4);
   put(out, 36, static_cast<uint32_t>(s.strategy), 4);
+  put(out, 40, s.fused ? 1u : 0u, 4);
   std::memcpy(out + 48, s.name.data(), n);
 }
 
@@ -54,6 +55,7 @@ SigRecord decode_sig(const char in[kSigRecordBytes]) {
   s.partition_elems = get(in, 24, 8);
   size_t n = std::min<size_t>(get(in, 32, 4), 255);
   s.strategy = static_cast<int32_t>(get(in, 36, 4));
+  s.fused = get(in, 40, 4) != 0;
   s.name.assign(in + 48, n);
   return s;
 }
@@ -86,6 +88,10 @@ std::string sig_difference(const SigRecord& a, int ra, const SigRecord& b, int r
                                           : std::string("flat (none)");
     };
     return diff("strategy", text(a.strategy), text(b.strategy));
+  }
+  if (a.fused != b.fused) {
+    return diff("fusion", a.fused ? "on" : "off", b.fused ? "on" : "off") +
+           " (KF_FUSION_THRESHOLD_BYTES must be equal on every rank)";
   }
   return "";
 }

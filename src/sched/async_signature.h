@@ -18,6 +18,7 @@ struct SigRecord {
   int32_t root = -1;
   uint64_t partition_elems = 0;
   int32_t strategy = -1;  // a kf::Strategy, or -1 for the flat algorithms
+  bool fused = false;     // runs fused (sched/fusion.h)
   std::string name;  // at most 255 bytes travel
 };
 

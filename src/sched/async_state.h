@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "algo/one_shot.h"
 #include "base/deadline.h"
 #include "sched/async_engine.h"
 #include "sched/async_partition.h"
@@ -72,6 +73,21 @@ struct AsyncOp {
   std::vector<std::vector<char>> sig_in;   // per rank
   std::vector<TransferHandle> sig_recv;    // per rank; null for self
   std::vector<TransferHandle> sig_send;    // per rank; null for self
+
+  // A fused operation (sched/fusion.h): a small all_reduce whose frames
+  // travel in bundles and which runs the one-shot algorithm, started by
+  // submit(). Its single partition is never queued: it is dispatched (or
+  // handed to a thread in help() for this request) once every peer's data
+  // is in, a signature mismatch is seen, or the deadline passes, so no
+  // thread blocks for it.
+  enum class FusedState { kSubmitting, kWaiting, kDispatched, kHanded, kRunning };
+  bool fused = false;
+  std::unique_ptr<OpPeers> fused_peers;
+  OneShotAllReduce one_shot;
+  std::atomic<uint32_t> fused_waiting{0};  // data receives still open
+  FusedState fused_state = FusedState::kSubmitting;  // guarded by the engine mutex
+  bool fused_ready = false;                // guarded by the engine mutex
+  uint32_t helpers = 0;  // threads in help() driving its receives; engine mutex
 
   std::atomic<bool> failed{false};
   std::mutex mu;

@@ -74,6 +74,7 @@ class Engine {
 
   int rank() const { return opts_.rank; }
   int size() const { return opts_.size; }
+  int64_t timeout_ms() const { return opts_.timeout_ms; }
 
  private:
   friend class OpPeers;

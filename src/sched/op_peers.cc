@@ -1,6 +1,7 @@
 #include "sched/op_peers.h"
 
 #include "sched/engine.h"
+#include "sched/fusion.h"
 
 #include <algorithm>
 
@@ -57,7 +58,10 @@ TransferHandle OpPeers::isend(int peer, Tag tag, const void* buf, size_t len) {
   h.length = len;
   if (peer == rank()) {
     // A message to self never touches a transport.
-    t->complete(engine_->mailbox().deliver_local(peer, h, buf));
+    t->complete(engine_->mailbox().deliver(peer, h, buf));
+  } else if (fuser_ != nullptr) {
+    fuser_->append(peer, h, buf);
+    t->complete(Status::ok());
   } else {
     Route r = route(peer);
     r.send(t, h);
@@ -75,6 +79,7 @@ TransferHandle OpPeers::isend(int peer, Tag tag, const void* buf, size_t len) {
 TransferHandle OpPeers::irecv(int peer, Tag tag, void* buf, size_t len) {
   auto t = std::make_shared<Transfer>(Transfer::Kind::kRecv, key(peer, tag), signature_, buf, len);
   if (ShmTransport* shm = engine_->shm()) t->set_bell(shm->bell());
+  if (recv_listener_) t->set_listener(recv_listener_);
   transfers_.push_back(t);
   Status health = engine_->health();
   if (!health.is_ok()) {

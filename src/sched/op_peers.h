@@ -17,6 +17,7 @@
 namespace kf {
 
 class Engine;
+class Fuser;
 
 class OpPeers : public Peers {
  public:
@@ -42,6 +43,13 @@ class OpPeers : public Peers {
     display_seq_ = display_seq;
     display_suffix_ = std::move(suffix);
   }
+  // Operation fusion (sched/fusion.h): sends to other ranks are appended to
+  // `fuser`'s bundles (their payload copied: the send completes at once)
+  // instead of going to a transport.
+  void set_fuser(Fuser* fuser) { fuser_ = fuser; }
+  // Every receive posted from now on calls `listener` when it completes
+  // (Transfer::set_listener: short, no mailbox or transport calls).
+  void set_recv_listener(std::function<void()> listener) { recv_listener_ = std::move(listener); }
 
  private:
   MessageKey key(int peer, Tag tag) const;
@@ -67,6 +75,8 @@ class OpPeers : public Peers {
   const Deadline deadline_;
   std::vector<TransferHandle> transfers_;
   std::function<Status()> watch_;
+  Fuser* fuser_ = nullptr;
+  std::function<void()> recv_listener_;
   uint64_t display_seq_;
   std::string display_suffix_;
 };

@@ -147,12 +147,13 @@ Status FrameReader::read_payload(ByteSource& src, size_t* got) {
   return src.read_some(incoming_.stash->data.get() + payload_got_, want, got);
 }
 
-void FrameReader::finish() {
-  if (!discard_) mailbox_->finish(incoming_);
+Status FrameReader::finish() {
+  Status st = discard_ ? Status::ok() : mailbox_->finish(incoming_);
   incoming_ = Mailbox::Incoming();
   discard_ = false;
   payload_got_ = 0;
   state_ = State::kHeader;
+  return st;
 }
 
 Status FrameReader::pump(ByteSource& src, const Transfer* until) {
@@ -163,7 +164,7 @@ Status FrameReader::pump(ByteSource& src, const Transfer* until) {
   for (;;) {
     if (state_ == State::kPayload) {
       if (payload_got_ == header_.length) {
-        finish();
+        KF_RETURN_IF_ERROR(finish());
         if (until != nullptr && until->done()) return Status::ok();
         continue;
       }

@@ -85,7 +85,7 @@ class FrameReader {
   Status on_header();
   Status start_payload();
   Status read_payload(ByteSource& src, size_t* got);
-  void finish();
+  Status finish();
 
   const int peer_;
   const uint32_t epoch_;

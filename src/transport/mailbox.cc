@@ -3,6 +3,7 @@
 #include <new>
 
 #include "base/log.h"
+#include "transport/bundle.h"
 
 #include <cstring>
 #include <string>
@@ -67,6 +68,7 @@ Status Mailbox::new_stash_locked(const MessageKey& key, const FrameHeader& h,
 Mailbox::Incoming Mailbox::begin(int src, const FrameHeader& h) {
   MessageKey key = key_of(src, h);
   Incoming in;
+  if (h.step == kBundleStep) return begin_bundle(src, h);
   if (h.step >= kControlStepFirst && control_hook_ && control_hook_(src, h)) {
     in.discard = true;
     return in;
@@ -100,6 +102,52 @@ Mailbox::Incoming Mailbox::begin(int src, const FrameHeader& h) {
   return in;
 }
 
+// A bundle is read whole into a buffer of its own, then unpacked by
+// finish(). It counts against the store's limit while it is read (a full
+// store pauses the stream, as for any early message), and its frames join
+// the store as they are unpacked.
+Mailbox::Incoming Mailbox::begin_bundle(int src, const FrameHeader& h) {
+  Incoming in;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (unexpected_bytes_ > 0 && unexpected_bytes_ + h.length > limit_bytes_) {
+    in.blocked = true;
+    return in;
+  }
+  auto s = std::make_shared<Stash>();
+  s->key = key_of(src, h);
+  s->len = h.length;
+  s->bundle = true;
+  s->epoch = h.epoch;
+  s->data.reset(new (std::nothrow) char[h.length > 0 ? h.length : 1]);
+  if (!s->data) {
+    in.error = remote_error("cannot buffer a bundle of " + std::to_string(h.length) +
+                            " bytes from rank " + std::to_string(src) + ": out of memory");
+    return in;
+  }
+  unexpected_bytes_ += h.length;
+  in.stash = std::move(s);
+  return in;
+}
+
+Status Mailbox::finish_bundle(const Stash& b) {
+  const int src = b.key.peer;
+  Status delivered;
+  Status st = bundle_for_each(b.data.get(), b.len, b.epoch,
+                              [&](const FrameHeader& h, const char* payload) {
+                                Status d = deliver(src, h, payload);
+                                if (delivered.is_ok()) delivered = d;
+                              });
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    unexpected_bytes_ -= b.len;
+  }
+  on_space_();
+  if (!st.is_ok()) {
+    return remote_error("malformed bundle from rank " + std::to_string(src) + ": " + st.message());
+  }
+  return delivered;
+}
+
 void Mailbox::fill_from_stash(const TransferHandle& t, Stash& s) {
   std::string why = mismatch(*t, s.signature, s.len);
   if (!why.empty()) {
@@ -114,11 +162,12 @@ void Mailbox::fill_from_stash(const TransferHandle& t, Stash& s) {
   t->complete(Status::ok());
 }
 
-void Mailbox::finish(const Incoming& in) {
+Status Mailbox::finish(const Incoming& in) {
   if (in.target) {
     in.target->complete(Status::ok());
-    return;
+    return Status::ok();
   }
+  if (in.stash->bundle) return finish_bundle(*in.stash);
   TransferHandle claimer;
   bool shrunk = false;
   {
@@ -136,6 +185,7 @@ void Mailbox::finish(const Incoming& in) {
   }
   if (claimer) fill_from_stash(claimer, *in.stash);
   if (shrunk) on_space_();
+  return Status::ok();
 }
 
 void Mailbox::post(const TransferHandle& t) {
@@ -178,14 +228,14 @@ void Mailbox::cancel(const TransferHandle& t, const Status& why) {
   t->cancel(why);
 }
 
-Status Mailbox::deliver_local(int self, const FrameHeader& h, const void* data) {
-  Incoming in = begin(self, h);
+Status Mailbox::deliver(int src, const FrameHeader& h, const void* data) {
+  Incoming in = begin(src, h);
   if (in.blocked) {
-    // A local message is never held back: the sender is this process, and
-    // it would wait for itself.
+    // Never held back: a local sender would wait for itself, and a
+    // bundle's bytes have been read from the stream already.
     std::lock_guard<std::mutex> lock(mu_);
     in.blocked = false;
-    in.error = new_stash_locked(key_of(self, h), h, &in.stash);
+    in.error = new_stash_locked(key_of(src, h), h, &in.stash);
   }
   KF_RETURN_IF_ERROR(in.error);
   if (in.discard) return Status::ok();
@@ -195,8 +245,7 @@ Status Mailbox::deliver_local(int self, const FrameHeader& h, const void* data) 
   } else if (h.length > 0) {
     std::memcpy(in.stash->data.get(), data, h.length);
   }
-  finish(in);
-  return Status::ok();
+  return finish(in);
 }
 
 void Mailbox::fail_all(const Status& why) {

@@ -1,7 +1,9 @@
 // Mailbox: matches incoming data frames with posted receives, by
 // (source, name hash, sequence, chunk, step). A frame that arrives before its
-// receive is posted is kept in a bounded unexpected-message store. Shared by
-// every transport of a communicator; all methods are thread safe.
+// receive is posted is kept in a bounded unexpected-message store. A bundle
+// (transport/bundle.h: several frames packed into one) is taken whole and
+// then delivered frame by frame, as if each had arrived on its own. Shared
+// by every transport of a communicator; all methods are thread safe.
 #pragma once
 
 #include <atomic>
@@ -39,15 +41,19 @@ class Mailbox {
 
   // A data frame's header arrived from `src`.
   Incoming begin(int src, const FrameHeader& h);
-  // Its payload is fully written to where begin() said.
-  void finish(const Incoming& in);
+  // Its payload is fully written to where begin() said. Fails (KF_ERR_REMOTE:
+  // drop the connection) only for a malformed bundle, of which nothing is
+  // delivered.
+  Status finish(const Incoming& in);
 
   // Posts a receive. Completes it at once when its message already arrived.
   void post(const TransferHandle& t);
   // Removes a posted receive that will not be waited for (failed operation).
   void cancel(const TransferHandle& t, const Status& why);
-  // Delivers a message sent to self, as if it arrived from the network.
-  Status deliver_local(int self, const FrameHeader& h, const void* data);
+  // Delivers a message that is already in memory (sent to self, or unpacked
+  // from a bundle from `src`) as if it arrived from the network. Never held
+  // back by the store's limit: its bytes have been read already.
+  Status deliver(int src, const FrameHeader& h, const void* data);
   // Fails every posted receive with `why` (the communicator broke).
   void fail_all(const Status& why);
 
@@ -81,6 +87,8 @@ class Mailbox {
 
  private:
   void fill_from_stash(const TransferHandle& t, Stash& s);
+  Incoming begin_bundle(int src, const FrameHeader& h);
+  Status finish_bundle(const Stash& bundle);
   // Makes a stash for an unexpected message (caller holds mu_).
   Status new_stash_locked(const MessageKey& key, const FrameHeader& h, std::shared_ptr<Stash>* out);
 
@@ -105,6 +113,8 @@ struct Stash {
   std::unique_ptr<char[]> data;
   size_t len = 0;
   bool complete = false;
+  bool bundle = false;  // a bundle: unpacked by finish(), never in the store
+  uint32_t epoch = 0;   // of a bundle: its inner frames must carry the same
   TransferHandle claimer;
 };
 

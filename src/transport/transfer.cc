@@ -23,6 +23,7 @@ bool Transfer::complete(const Status& st) {
   }
   cv_.notify_all();
   if (bell_ != nullptr) bell_->ring();
+  if (listener_) listener_();
   return true;
 }
 

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 
@@ -92,6 +93,14 @@ class Transfer {
   // wait() hands the waiting thread to `driver` after the spin. Set before posting.
   void set_driver(WaitDriver* driver) { driver_ = driver; }
 
+  // Called once, by the call that completes the transfer (after its
+  // waiters are woken), for completion-driven work that no thread blocks
+  // for. It runs on whatever thread completes the transfer (a progress
+  // thread, a thread driving shared memory, a mailbox caller), possibly
+  // with mailbox locks held: it must be short and must not call into the
+  // mailbox or a transport. Set before posting.
+  void set_listener(std::function<void()> listener) { listener_ = std::move(listener); }
+
   // Serialises writes into a receive buffer with cancellation: the progress
   // thread copies payload only while holding io_mutex() and only when
   // !cancelled(); cancel() takes the same lock, so after it returns nothing
@@ -114,6 +123,7 @@ class Transfer {
   std::atomic<bool> done_flag_{false};  // done_, readable without mu_
   uint32_t spin_us_ = 0;
   WaitDriver* driver_ = nullptr;
+  std::function<void()> listener_;
 
   Doorbell* bell_ = nullptr;
 

@@ -1,0 +1,156 @@
+#include "sched/fusion.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "base/deadline.h"
+#include "sched/engine.h"
+#include "transport/bundle.h"
+
+namespace kf {
+namespace {
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
+const char kBundleName[] = "kf.fusion.bundle";
+
+}  // namespace
+
+Fuser::Fuser(Engine* engine, const FusionOptions& opts)
+    : engine_(engine), opts_(opts), open_(static_cast<size_t>(engine->size())),
+      open_frames_(static_cast<size_t>(engine->size()), 0),
+      next_seq_(static_cast<size_t>(engine->size()), 0) {}
+
+Fuser::~Fuser() {
+  std::vector<InFlight> left;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t p = 0; p < open_.size(); ++p) {
+      if (!open_[p].empty()) send_locked(static_cast<int>(p));
+    }
+    stop_ = true;
+    left.swap(in_flight_);
+  }
+  timer_cv_.notify_all();
+  if (timer_.joinable()) timer_.join();
+  // Their bytes must stay until the transports are done with them (a
+  // shared-memory send is written by the threads that wait on it).
+  for (auto& f : left) {
+    if (f.send->done()) continue;
+    Status st = f.peers->wait(f.send);
+    (void)st;  // a failed send broke the communicator; the peers' operations fail
+  }
+}
+
+void Fuser::append(int peer, const FrameHeader& h, const void* payload) {
+  const uint64_t need = kFrameHeaderBytes + h.length;
+  bool start_timer = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<char>& b = open_[static_cast<size_t>(peer)];
+    if (!b.empty() && b.size() + need > opts_.max_bytes) send_locked(peer);
+    if (b.empty() && b.capacity() < opts_.max_bytes) b.reserve(opts_.max_bytes);
+    bundle_append(&b, h, payload);
+    ++open_frames_[static_cast<size_t>(peer)];
+    if (b.size() >= opts_.max_bytes) send_locked(peer);
+    if (oldest_ns_ == 0) {
+      bool any = false;
+      for (const auto& o : open_) any = any || !o.empty();
+      if (any) {
+        oldest_ns_ = now_ns();
+        start_timer = true;
+      }
+    }
+    if (start_timer && !timer_.joinable() && !stop_) {
+      timer_ = std::thread([this] { timer_loop(); });
+    }
+  }
+  if (start_timer) timer_cv_.notify_one();
+}
+
+void Fuser::flush() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (oldest_ns_ == 0) return;
+  for (size_t p = 0; p < open_.size(); ++p) {
+    if (!open_[p].empty()) send_locked(static_cast<int>(p));
+  }
+  oldest_ns_ = 0;
+}
+
+Fuser::Stats Fuser::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+// Sends peer's bundle as one frame. The send is posted under the lock, so
+// bundles to one peer leave in the order they were made.
+void Fuser::send_locked(int peer) {
+  reap_locked();
+  InFlight f;
+  f.bytes.reset(new std::vector<char>());
+  f.bytes->swap(open_[static_cast<size_t>(peer)]);
+  const uint64_t seq = next_seq_[static_cast<size_t>(peer)]++;
+  static const uint64_t name_hash = hash_name(kBundleName, sizeof(kBundleName) - 1);
+  f.peers.reset(new OpPeers(engine_, kBundleName, name_hash, seq, 0,
+                            Deadline::after_ms(engine_->timeout_ms())));
+  f.send = f.peers->isend(peer, Tag{0, kBundleStep}, f.bytes->data(), f.bytes->size());
+  stats_.bundles += 1;
+  stats_.frames += open_frames_[static_cast<size_t>(peer)];
+  open_frames_[static_cast<size_t>(peer)] = 0;
+  in_flight_.push_back(std::move(f));
+  bool any = false;
+  for (const auto& o : open_) any = any || !o.empty();
+  if (!any) oldest_ns_ = 0;
+}
+
+// Frees the bundles whose sends completed.
+void Fuser::reap_locked() {
+  size_t kept = 0;
+  for (auto& f : in_flight_) {
+    if (!f.send->done()) in_flight_[kept++] = std::move(f);
+  }
+  in_flight_.resize(kept);
+}
+
+void Fuser::timer_loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    reap_locked();
+    if (oldest_ns_ == 0 && !in_flight_.empty()) {
+      // A bundle still queued for shared memory moves only when a thread
+      // drives the rings; none may be waiting here (callback users), so
+      // the timer does, every cycle, until the bundle is out.
+      ShmTransport* shm = engine_->shm();
+      if (shm != nullptr) {
+        lock.unlock();
+        shm->progress();
+        lock.lock();
+        reap_locked();
+      }
+      if (!in_flight_.empty()) {
+        timer_cv_.wait_for(lock, std::chrono::microseconds(std::max<int64_t>(opts_.cycle_us, 100)));
+        continue;
+      }
+    }
+    if (oldest_ns_ == 0) {
+      timer_cv_.wait(lock);
+      continue;
+    }
+    const int64_t due = oldest_ns_ + opts_.cycle_us * 1000;
+    const int64_t now = now_ns();
+    if (now < due) {
+      timer_cv_.wait_for(lock, std::chrono::nanoseconds(due - now));
+      continue;
+    }
+    for (size_t p = 0; p < open_.size(); ++p) {
+      if (!open_[p].empty()) send_locked(static_cast<int>(p));
+    }
+    oldest_ns_ = 0;
+    reap_locked();
+  }
+}
+
+}  // namespace kf

@@ -1,0 +1,84 @@
+// Fuser: operation fusion. The frames that small asynchronous operations
+// send to one peer (their signature frames and their data, see
+// AsyncEngine) are packed into one bundle (transport/bundle.h) and sent as
+// one transfer; the receiving mailbox unpacks the bundle into the
+// operations' own receive buffers. With the one-shot all_reduce
+// (algo/one_shot.h), whose every message is known at submission, N small
+// all_reduces submitted close together cost one transfer per peer instead
+// of N x (1 + log2 n).
+//
+// No coordination: each rank packs what it submitted, in its own order, and
+// frames stay keyed by (name, sequence, chunk, step), so ranks need not
+// agree on what was fused with what.
+//
+// A bundle leaves when the next frame would take it past max_bytes, at the
+// next flush() (AsyncEngine flushes whenever a thread waits for or tests a
+// request), or cycle_us after its first frame was appended (a timer thread,
+// started on first use, asleep while nothing is pending), whichever comes
+// first. All methods are thread safe.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "sched/op_peers.h"
+#include "transport/frame.h"
+
+namespace kf {
+
+class Engine;
+
+struct FusionOptions {
+  uint64_t max_bytes = 64 * 1024;  // of one bundle (frames and their headers)
+  int64_t cycle_us = 200;          // longest wait of a frame for others to join it
+};
+
+class Fuser {
+ public:
+  Fuser(Engine* engine, const FusionOptions& opts);
+  // Flushes, waits (at most `timeout_ms` of the engine) for the bundles in
+  // flight, and stops the timer.
+  ~Fuser();
+
+  // Appends a data frame for `peer` (not this rank), copying its payload:
+  // the caller's buffer is free on return.
+  void append(int peer, const FrameHeader& h, const void* payload);
+  // Sends every bundle that holds a frame.
+  void flush();
+
+  // Counters, for the timeline and tests.
+  struct Stats {
+    uint64_t bundles = 0;  // bundles sent
+    uint64_t frames = 0;   // frames they carried
+  };
+  Stats stats() const;
+
+ private:
+  struct InFlight {
+    std::unique_ptr<std::vector<char>> bytes;
+    std::unique_ptr<OpPeers> peers;
+    TransferHandle send;
+  };
+  void send_locked(int peer);
+  void reap_locked();
+  void timer_loop();
+
+  Engine* const engine_;
+  const FusionOptions opts_;
+  mutable std::mutex mu_;
+  std::condition_variable timer_cv_;
+  std::vector<std::vector<char>> open_;  // by peer: frames not sent yet
+  std::vector<uint32_t> open_frames_;    // by peer
+  std::vector<uint64_t> next_seq_;       // by peer: sequence of the next bundle
+  std::vector<InFlight> in_flight_;
+  int64_t oldest_ns_ = 0;  // when the oldest unsent frame was appended; 0: none
+  Stats stats_;
+  bool stop_ = false;
+  std::thread timer_;
+};
+
+}  // namespace kf
