@@ -21,7 +21,8 @@ bool AsyncEngine::fusible(const AsyncOpSpec& spec, const PartitionPlan& plan,
 // appends the data for every peer, and lets events complete the operation.
 void AsyncEngine::start_fused(AsyncOp* o, const std::shared_ptr<AsyncOp>& keep) {
   const uint64_t wire = o->seq << kPartitionBits;  // partition 0
-  o->fused_peers.reset(new OpPeers(engine_, o->spec.name, o->name_hash, wire, o->digest, o->deadline));
+  o->fused_peers.reset(
+      new OpPeers(engine_, o->spec.name, o->name_hash, wire, o->digest, o->deadline));
   o->fused_peers->set_display(o->seq, "");
   o->fused_peers->set_fuser(fuser_.get());
   std::weak_ptr<AsyncOp> w = keep;

@@ -90,8 +90,9 @@ std::string sig_difference(const SigRecord& a, int ra, const SigRecord& b, int r
     return diff("strategy", text(a.strategy), text(b.strategy));
   }
   if (a.fused != b.fused) {
-    return diff("fusion", a.fused ? "on" : "off", b.fused ? "on" : "off") +
-           " (KF_FUSION_THRESHOLD_BYTES must be equal on every rank)";
+    const int fused = a.fused ? ra : rb, unfused = a.fused ? rb : ra;
+    return "fusion: the operation is fused on rank " + std::to_string(fused) + " but not on rank " +
+           std::to_string(unfused) + " (KF_FUSION_THRESHOLD_BYTES must be equal on every rank)";
   }
   return "";
 }

@@ -20,7 +20,9 @@ const char kBundleName[] = "kf.fusion.bundle";
 }  // namespace
 
 Fuser::Fuser(Engine* engine, const FusionOptions& opts)
-    : engine_(engine), opts_(opts), open_(static_cast<size_t>(engine->size())),
+    : engine_(engine),
+      opts_(opts),
+      open_(static_cast<size_t>(engine->size())),
       open_frames_(static_cast<size_t>(engine->size()), 0),
       next_seq_(static_cast<size_t>(engine->size()), 0) {}
 

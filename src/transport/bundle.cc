@@ -10,7 +10,8 @@ namespace {
 Status validate(const char* bundle, size_t len, uint32_t epoch, size_t* count) {
   size_t at = 0, n = 0;
   while (at < len) {
-    const std::string where = "bundle frame " + std::to_string(n) + " at byte " + std::to_string(at);
+    const std::string where =
+        "bundle frame " + std::to_string(n) + " at byte " + std::to_string(at);
     if (len - at < kFrameHeaderBytes) return remote_error(where + ": truncated header");
     FrameHeader h;
     Status st = decode_frame_header(reinterpret_cast<const uint8_t*>(bundle + at), &h);
@@ -18,8 +19,8 @@ Status validate(const char* bundle, size_t len, uint32_t epoch, size_t* count) {
     if (h.type != FrameType::kData) return remote_error(where + ": not a data frame");
     if (h.step == kBundleStep) return remote_error(where + ": a bundle inside a bundle");
     if (h.epoch != epoch) {
-      return remote_error(where + ": epoch " + std::to_string(h.epoch) + " inside a bundle of epoch " +
-                          std::to_string(epoch));
+      return remote_error(where + ": epoch " + std::to_string(h.epoch) +
+                          " inside a bundle of epoch " + std::to_string(epoch));
     }
     at += kFrameHeaderBytes;
     if (h.length > len - at) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "algo/internal.h"
+#include "algo/one_shot.h"
 #include "test_data.h"
 #include "thread_peers.h"
 
@@ -155,34 +156,53 @@ class AlgoTest : public ::testing::TestWithParam<int> {
   }
 };
 
+// Checks an all_reduce algorithm: results, unchanged inputs, and the same
+// bits on every rank.
+using AllReduceFn = std::function<Status(Peers&, const Case&, const void*, void*, size_t)>;
+void check_all_reduce(int n, const Case& c, const AllReduceFn& run) {
+  const size_t count = c.shape.count;
+  std::vector<Bytes> in(n), out(n);
+  for (int r = 0; r < n; ++r) {
+    in[r] = make_input(c, r, count);
+    out[r].assign(in[r].size(), 0x5a);
+  }
+  const bool ran = run_world(c, n, [&](Peers& p) {
+    const int r = p.rank();
+    void* recv = c.inplace ? in[r].data() : out[r].data();
+    return run(p, c, in[r].data(), recv, count);
+  });
+  if (!ran) return;
+  for (int r = 0; r < n; ++r) {
+    const Bytes& res = c.inplace ? in[r] : out[r];
+    if (!check(c, n, r, "recv", res.data(), count,
+               [&](size_t i) { return expected_reduce(c, n, i); }))
+      return;
+    if (!c.inplace && !inputs_unchanged(c, n, r, in[r], count)) return;
+    // Every rank must hold the very same bits, KF_AVG included.
+    const Bytes& first = c.inplace ? in[0] : out[0];
+    if (std::memcmp(res.data(), first.data(), count * esize(c.t)) != 0) {
+      ADD_FAILURE() << c.text(n) << ": rank " << r << " differs bitwise from rank 0";
+      return;
+    }
+  }
+}
+
 TEST_P(AlgoTest, AllReduce) {
-  const int n = this->n();
   for_all(true, true, false, [&](const Case& c) {
-    const size_t count = c.shape.count;
-    std::vector<Bytes> in(n), out(n);
-    for (int r = 0; r < n; ++r) {
-      in[r] = make_input(c, r, count);
-      out[r].assign(in[r].size(), 0x5a);
-    }
-    const bool ran = run_world(c, n, [&](Peers& p) {
-      const int r = p.rank();
-      void* recv = c.inplace ? in[r].data() : out[r].data();
-      return all_reduce(p, c.options(), in[r].data(), recv, count, c.t, c.op);
-    });
-    if (!ran) return;
-    for (int r = 0; r < n; ++r) {
-      const Bytes& res = c.inplace ? in[r] : out[r];
-      if (!check(c, n, r, "recv", res.data(), count,
-                 [&](size_t i) { return expected_reduce(c, n, i); }))
-        return;
-      if (!c.inplace && !inputs_unchanged(c, n, r, in[r], count)) return;
-      // Every rank must hold the very same bits, KF_AVG included.
-      const Bytes& first = c.inplace ? in[0] : out[0];
-      if (std::memcmp(res.data(), first.data(), count * esize(c.t)) != 0) {
-        ADD_FAILURE() << c.text(n) << ": rank " << r << " differs bitwise from rank 0";
-        return;
-      }
-    }
+    check_all_reduce(n(), c,
+                     [](Peers& p, const Case& k, const void* send, void* recv, size_t count) {
+                       return all_reduce(p, k.options(), send, recv, count, k.t, k.op);
+                     });
+  });
+}
+
+// The one-shot algorithm of fused asynchronous all_reduces (algo/one_shot.h).
+TEST_P(AlgoTest, OneShotAllReduce) {
+  for_all(true, false, false, [&](const Case& c) {
+    check_all_reduce(n(), c,
+                     [](Peers& p, const Case& k, const void* send, void* recv, size_t count) {
+                       return one_shot_all_reduce(p, send, recv, count, k.t, k.op);
+                     });
   });
 }
 

@@ -1,0 +1,263 @@
+// Operation fusion (sched/fusion.h) with real ranks. Default run: hundreds of
+// small all_reduces (fused) and some large ones (not fused), several dtypes
+// and ops, in place and not, submitted from two threads in a different
+// order on every rank, completed by kf_request_wait_all, by polling
+// kf_request_test and by callbacks alone; every element is checked exactly.
+//   --count-bundles   (run with KF_FUSION_CYCLE_US large) 32 tiny operations
+//                     submitted before any wait travel as exactly one bundle
+//                     per peer: the fuser's counters say so.
+//   --fusion-off-last the last rank turns fusion off (KF_FUSION_THRESHOLD_BYTES
+//                     = 0): a small all_reduce must fail on every rank with
+//                     KF_ERR_INVALID_USAGE naming fusion, not hang.
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "api/handle.h"
+#include "mp_common.h"
+
+namespace {
+
+struct OpCase {
+  std::string name;
+  kf_dtype_t dtype;
+  kf_op_t op;
+  size_t count;
+  bool inplace;
+  std::vector<char> send, recv;
+  kf_request_t req = nullptr;
+  std::atomic<int> callback_status{-1};
+};
+
+size_t dsize(kf_dtype_t t) { return t == KF_INT64 || t == KF_FLOAT64 ? 8 : t == KF_UINT8 ? 1 : 4; }
+
+// Small values whose sums, maxima and minima are exact in every dtype used.
+int64_t value(int rank, size_t j, size_t i) {
+  return static_cast<int64_t>((rank * 7 + j * 3 + i) % 11) - (j % 2 == 0 ? 0 : 5);
+}
+
+void put(kf_dtype_t t, void* b, size_t i, int64_t v) {
+  switch (t) {
+    case KF_INT32: static_cast<int32_t*>(b)[i] = static_cast<int32_t>(v); break;
+    case KF_INT64: static_cast<int64_t*>(b)[i] = v; break;
+    case KF_UINT8: static_cast<uint8_t*>(b)[i] = static_cast<uint8_t>(v); break;
+    case KF_FLOAT32: static_cast<float*>(b)[i] = static_cast<float>(v); break;
+    default: static_cast<double*>(b)[i] = static_cast<double>(v); break;
+  }
+}
+
+int64_t take(kf_dtype_t t, const void* b, size_t i) {
+  switch (t) {
+    case KF_INT32: return static_cast<const int32_t*>(b)[i];
+    case KF_INT64: return static_cast<const int64_t*>(b)[i];
+    case KF_UINT8: return static_cast<const uint8_t*>(b)[i];
+    case KF_FLOAT32: return static_cast<int64_t>(static_cast<const float*>(b)[i]);
+    default: return static_cast<int64_t>(static_cast<const double*>(b)[i]);
+  }
+}
+
+int64_t expected(const OpCase& c, int n, size_t j, size_t i) {
+  int64_t acc = value(0, j, i);
+  for (int r = 1; r < n; ++r) {
+    const int64_t v = value(r, j, i);
+    acc = c.op == KF_SUM ? acc + v : c.op == KF_MAX ? std::max(acc, v) : std::min(acc, v);
+  }
+  if (c.dtype == KF_UINT8) {
+    // Elements are stored as uint8: each input wraps mod 256, and so does a sum.
+    int64_t w = static_cast<uint8_t>(value(0, j, i));
+    for (int r = 1; r < n; ++r) {
+      const int64_t v = static_cast<uint8_t>(value(r, j, i));
+      w = c.op == KF_SUM ? static_cast<uint8_t>(w + v) : c.op == KF_MAX ? std::max(w, v) : std::min(w, v);
+    }
+    return w;
+  }
+  return acc;
+}
+
+void on_done(kf_request_t, kf_status_t st, void* user) {
+  static_cast<OpCase*>(user)->callback_status.store(static_cast<int>(st));
+}
+
+kf::Fuser::Stats stats(kf_comm_t comm) { return comm->impl->async().fusion_stats(); }
+
+int run_mixed(kf_comm_t comm, int rank, int n) {
+  const kf_dtype_t dtypes[] = {KF_INT32, KF_INT64, KF_UINT8, KF_FLOAT32, KF_FLOAT64};
+  const kf_op_t ops[] = {KF_SUM, KF_MAX, KF_MIN};
+  const size_t kOps = 240;
+  std::vector<OpCase> cases(kOps);
+  for (size_t j = 0; j < kOps; ++j) {
+    OpCase& c = cases[j];
+    c.name = "fuse." + std::to_string(j);
+    c.dtype = dtypes[j % 5];
+    c.op = ops[(j / 5) % 3];
+    // Mostly 1..1500 elements (fused below 16 KiB); every 12th 6000 (not fused).
+    c.count = j % 12 == 11 ? 6000 : 1 + (j * 37) % 1500;
+    c.inplace = j % 3 == 0;
+    c.send.resize(c.count * dsize(c.dtype));
+    for (size_t i = 0; i < c.count; ++i) put(c.dtype, c.send.data(), i, value(rank, j, i));
+    c.recv.assign(c.send.size(), 0x7f);
+  }
+  // Each rank submits in its own order, from two threads.
+  std::vector<size_t> order(kOps);
+  for (size_t j = 0; j < kOps; ++j) order[j] = j;
+  std::mt19937 rng(1234u + static_cast<unsigned>(rank) * 77u);
+  std::shuffle(order.begin(), order.end(), rng);
+  std::atomic<int> fails{0};
+  auto submit = [&](size_t from, size_t step) {
+    for (size_t k = from; k < kOps; k += step) {
+      OpCase& c = cases[order[k]];
+      kf_op_options_t o = KF_OP_OPTIONS_INITIALIZER;
+      o.priority = static_cast<int32_t>(order[k] % 7);
+      const bool by_callback = order[k] % 4 == 1;
+      if (by_callback) {
+        o.callback = on_done;
+        o.user_data = &c;
+      }
+      void* recv = c.inplace ? c.send.data() : c.recv.data();
+      kf_status_t st = kf_iall_reduce(comm, c.name.c_str(), c.send.data(), recv, c.count, c.dtype,
+                                      c.op, &o, by_callback ? nullptr : &c.req);
+      if (st != KF_SUCCESS) {
+        std::printf("FAIL rank %d: submit %s: %s\n", rank, c.name.c_str(), kf_comm_last_error(comm));
+        ++fails;
+      }
+    }
+  };
+  const kf::Fuser::Stats before = stats(comm);
+  std::thread helper(submit, 1, 2);
+  submit(0, 2);
+  helper.join();
+  // Complete: every 4th j by callback alone; of the rest, polled with
+  // kf_request_test for j % 4 == 2, waited for together otherwise.
+  std::vector<kf_request_t> waited;
+  for (size_t j = 0; j < kOps; ++j) {
+    if (cases[j].req != nullptr && j % 4 != 2) waited.push_back(cases[j].req);
+  }
+  for (size_t j = 0; j < kOps; ++j) {
+    if (j % 4 != 2 || cases[j].req == nullptr) continue;
+    kf_status_t st;
+    while ((st = kf_request_test(cases[j].req)) == KF_IN_PROGRESS) std::this_thread::yield();
+    if (st != KF_SUCCESS) {
+      std::printf("FAIL rank %d: test %s: %s\n", rank, cases[j].name.c_str(),
+                  kf_request_error(cases[j].req));
+      ++fails;
+    }
+  }
+  if (kf_request_wait_all(waited.size(), waited.data()) != KF_SUCCESS) {
+    std::printf("FAIL rank %d: wait_all: %s\n", rank, kf_comm_last_error(comm));
+    ++fails;
+  }
+  for (size_t j = 0; j < kOps; ++j) {
+    if (j % 4 != 1) continue;
+    while (cases[j].callback_status.load() < 0) std::this_thread::yield();  // ctest's timeout bounds this
+    if (cases[j].callback_status.load() != KF_SUCCESS) {
+      std::printf("FAIL rank %d: callback of %s: %s\n", rank, cases[j].name.c_str(),
+                  kf_status_string(static_cast<kf_status_t>(cases[j].callback_status.load())));
+      ++fails;
+    }
+  }
+  size_t checked = 0;
+  for (size_t j = 0; j < kOps && fails == 0; ++j) {
+    const OpCase& c = cases[j];
+    const void* res = c.inplace ? c.send.data() : c.recv.data();
+    for (size_t i = 0; i < c.count; ++i, ++checked) {
+      const int64_t got = take(c.dtype, res, i), want = expected(c, n, j, i);
+      if (got != want) {
+        std::printf("FAIL rank %d: %s[%zu] = %lld, want %lld\n", rank, c.name.c_str(), i,
+                    static_cast<long long>(got), static_cast<long long>(want));
+        ++fails;
+        break;
+      }
+    }
+  }
+  for (auto& c : cases) kf_request_free(c.req);
+  const kf::Fuser::Stats after = stats(comm);
+  const uint64_t bundles = after.bundles - before.bundles, frames = after.frames - before.frames;
+  // Two frames (signature, data) per fused operation and peer at least.
+  if (n > 1 && frames < 2 * bundles) {
+    std::printf("FAIL rank %d: %llu frames in %llu bundles\n", rank,
+                static_cast<unsigned long long>(frames), static_cast<unsigned long long>(bundles));
+    ++fails;
+  }
+  std::printf("%s rank %d: %zu operations, %zu elements exact; %llu frames in %llu bundles\n",
+              fails == 0 ? "PASS" : "FAIL", rank, kOps, checked,
+              static_cast<unsigned long long>(frames), static_cast<unsigned long long>(bundles));
+  return fails.load();
+}
+
+// With a long cycle, nothing leaves before the first wait: 32 tiny operations
+// are exactly one bundle per peer (2 frames each: signature and data).
+int run_count_bundles(kf_comm_t comm, int rank, int n) {
+  const int kOps = 32;
+  std::vector<int32_t> in(kOps), out(kOps, 0);
+  std::vector<kf_request_t> reqs(kOps);
+  const kf::Fuser::Stats before = stats(comm);
+  for (int j = 0; j < kOps; ++j) {
+    in[j] = rank + j;
+    std::string name = "tiny." + std::to_string(j);
+    if (kf_iall_reduce(comm, name.c_str(), &in[j], &out[j], 1, KF_INT32, KF_SUM, nullptr, &reqs[j]) !=
+        KF_SUCCESS) {
+      std::printf("FAIL rank %d: submit: %s\n", rank, kf_comm_last_error(comm));
+      return 1;
+    }
+  }
+  const kf::Fuser::Stats queued = stats(comm);
+  int fails = 0;
+  if (kf_request_wait_all(reqs.size(), reqs.data()) != KF_SUCCESS) ++fails;
+  const kf::Fuser::Stats after = stats(comm);
+  for (int j = 0; j < kOps; ++j) {
+    if (out[j] != n * (n - 1) / 2 + n * j) ++fails;
+    kf_request_free(reqs[j]);
+  }
+  const uint64_t bundles = after.bundles - before.bundles, frames = after.frames - before.frames;
+  const bool exact = queued.bundles == before.bundles && bundles == static_cast<uint64_t>(n - 1) &&
+                     frames == static_cast<uint64_t>(2 * kOps * (n - 1));
+  if (!exact) ++fails;
+  std::printf("%s rank %d: %d tiny all_reduces: %llu frames in %llu bundles (want %d in %d), %llu sent before the wait\n",
+              fails == 0 ? "PASS" : "FAIL", rank, kOps, static_cast<unsigned long long>(frames),
+              static_cast<unsigned long long>(bundles), 2 * kOps * (n - 1), n - 1,
+              static_cast<unsigned long long>(queued.bundles - before.bundles));
+  return fails;
+}
+
+int run_fusion_off_last(kf_comm_t comm, int rank) {
+  int32_t in[10] = {1}, out[10] = {0};
+  kf_request_t r = nullptr;
+  kf_status_t st = kf_iall_reduce(comm, "knob", in, out, 10, KF_INT32, KF_SUM, nullptr, &r);
+  kf_status_t w = st == KF_SUCCESS ? kf_request_wait(r) : st;
+  const char* text = r != nullptr ? kf_request_error(r) : kf_comm_last_error(comm);
+  const bool ok = w == KF_ERR_INVALID_USAGE && std::strstr(text, "fusion") != nullptr &&
+                  std::strstr(text, "KF_FUSION_THRESHOLD_BYTES") != nullptr;
+  std::printf("%s rank %d: fusion on some ranks only -> %s: %s\n", ok ? "PASS" : "FAIL", rank,
+              kf_status_string(w), text);
+  kf_request_free(r);
+  // The communicator still works.
+  int32_t one = 1, sum = 0;
+  bool after = kf_all_reduce(comm, &one, &sum, 1, KF_INT32, KF_SUM) == KF_SUCCESS;
+  return ok && after ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "--fusion-off-last") {
+    const char* r = std::getenv("KF_RANK");
+    const char* s = std::getenv("KF_SIZE");
+    if (r != nullptr && s != nullptr && std::atoi(r) == std::atoi(s) - 1) {
+      setenv("KF_FUSION_THRESHOLD_BYTES", "0", 1);
+    }
+  }
+  int rank = 0, n = 1;
+  kf_comm_t comm = kfmp::init_or_die("mp_async_fusion", &rank, &n);
+  int fails = mode == "--count-bundles"     ? run_count_bundles(comm, rank, n)
+              : mode == "--fusion-off-last" ? run_fusion_off_last(comm, rank)
+                                            : run_mixed(comm, rank, n);
+  kf_comm_destroy(comm);
+  return fails == 0 ? 0 : 1;
+}
