@@ -53,14 +53,27 @@
  * operation timeout), then fails what is left with KF_ERR_ABORTED. Requests
  * stay valid after that (test, wait, error text, free).
  *
+ * Fusion: a kf_iall_reduce of at most KF_FUSION_THRESHOLD_BYTES (default
+ * 16 KiB) that is one partition is fused. At submission it sends its data to
+ * every peer; the frames of fused operations submitted close together travel
+ * as one transfer per peer, and each rank combines the contributions in rank
+ * order into the operation's own receive buffer (the same bits on every
+ * rank; one message latency). Held frames leave when a thread waits for or
+ * tests any request of the communicator, when KF_FUSION_BUNDLE_BYTES are
+ * held for one peer, or KF_FUSION_CYCLE_US after the first one, so
+ * "submit many, then wait" fuses them all and adds no delay. Whether an
+ * operation is fused is part of its signature: KF_FUSION_THRESHOLD_BYTES
+ * must be equal on every rank (0 turns fusion off).
+ *
  * Performance: asynchronous operations always move data over the peer
  * rings (shared memory or TCP), never over the shared-memory arena that the
  * blocking all_reduce uses when every rank shares one host, which is faster
- * for that case. Small single-partition operations (up to 64 KiB) start at
- * submission; larger ones start once every rank has submitted them.
+ * for that case. Other small single-partition operations (up to 64 KiB)
+ * start at submission; larger ones start once every rank has submitted them.
  *
  * Knobs (see kfinfo): KF_PARTITION_BYTES (default partition size),
- * KF_CREDIT_BYTES (credit window), KF_STALL_WARN_MS.
+ * KF_CREDIT_BYTES (credit window), KF_STALL_WARN_MS, KF_FUSION_THRESHOLD_BYTES,
+ * KF_FUSION_BUNDLE_BYTES, KF_FUSION_CYCLE_US.
  *
  * C99; compiles on its own as C and as C++.
  */
