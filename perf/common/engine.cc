@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/json.h"
 #include "data.h"
 
 namespace kfp {
@@ -531,17 +532,7 @@ struct RankInfo {
 
 // Writes s as a JSON string.
 void json_string(FILE* f, const char* s) {
-  std::fputc('"', f);
-  for (; *s; ++s) {
-    const unsigned char ch = static_cast<unsigned char>(*s);
-    if (ch == '"' || ch == '\\')
-      std::fprintf(f, "\\%c", ch);
-    else if (ch < 0x20)
-      std::fprintf(f, "\\u%04x", ch);
-    else
-      std::fputc(ch, f);
-  }
-  std::fputc('"', f);
+  std::fputs(kf::json_quote(s).c_str(), f);
 }
 
 void json_number(FILE* f, double v) {

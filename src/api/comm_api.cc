@@ -18,10 +18,7 @@ Status make_comm(const RendezvousPoint& root, int rank, int size, const CommOpti
   std::unique_ptr<Communicator> impl;
   KF_RETURN_IF_ERROR(Communicator::create(root, rank, size, opts, &impl));
   log_set_rank(rank);
-  auto* c = new kf_comm();
-  c->impl = std::move(impl);
-  register_handle(c);
-  *out = c;
+  *out = new_handle(std::move(impl));
   return Status::ok();
 }
 

@@ -3,6 +3,7 @@
 #include <unordered_set>
 
 #include "base/log.h"
+#include "monitor/trace_observer.h"
 
 namespace kf {
 namespace api {
@@ -17,11 +18,19 @@ std::unordered_set<kf_comm*>& live() {
 thread_local std::string t_no_comm_error;
 thread_local std::string t_returned;
 
-}  // namespace
-
 void register_handle(kf_comm* c) {
   std::lock_guard<std::mutex> lock(g_mu);
   live().insert(c);
+}
+
+}  // namespace
+
+kf_comm* new_handle(std::unique_ptr<Communicator> impl) {
+  impl->set_observer(comm_timeline(impl.get()));
+  auto* c = new kf_comm();
+  c->impl = std::move(impl);
+  register_handle(c);
+  return c;
 }
 
 bool unregister_handle(kf_comm* c) {

@@ -20,8 +20,12 @@ struct kf_comm {
 namespace kf {
 namespace api {
 
-// Registers a new handle; unregisters it. Returns false if it was not live.
-void register_handle(kf_comm* c);
+// The handle of a communicator just created (init or split): attaches what
+// the layers above src/sched contribute (the KF_TIMELINE timeline), then
+// registers the handle as live.
+kf_comm* new_handle(std::unique_ptr<Communicator> impl);
+
+// Unregisters a handle. Returns false if it was not live.
 bool unregister_handle(kf_comm* c);
 bool is_live(kf_comm* c);
 

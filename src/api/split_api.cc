@@ -43,10 +43,7 @@ Status split(const char* call, kf_comm* comm, SplitBy by, int color, int key,
   KF_RETURN_IF_ERROR(
       parent.split(color < 0 ? kf::Communicator::kNoColor : color, key, opts, &impl));
   if (!impl) return Status::ok();  // KF_SPLIT_NONE
-  auto* c = new kf_comm();
-  c->impl = std::move(impl);
-  kf::api::register_handle(c);
-  *newcomm = c;
+  *newcomm = kf::api::new_handle(std::move(impl));
   return Status::ok();
 }
 

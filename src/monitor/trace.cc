@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "base/config.h"
+#include "base/json.h"
 #include "base/log.h"
 
 namespace kf {
@@ -28,35 +29,12 @@ std::string hex_id(uint64_t id) {
 // The common head of every event: "name", "ph", "ts", "pid", "tid".
 std::string head(const std::string& name, const char* ph, double ts, int rank) {
   char buf[96];
-  std::snprintf(buf, sizeof buf, "\",\"ph\":\"%s\",\"ts\":%.3f,\"pid\":%d,\"tid\":%d", ph, ts, rank,
+  std::snprintf(buf, sizeof buf, ",\"ph\":\"%s\",\"ts\":%.3f,\"pid\":%d,\"tid\":%d", ph, ts, rank,
                 thread_number());
-  return "{\"name\":\"" + json_escape(name) + buf;
+  return "{\"name\":" + json_quote(name) + buf;
 }
 
 }  // namespace
-
-std::string json_escape(const std::string& text) {
-  std::string out;
-  out.reserve(text.size() + 2);
-  for (unsigned char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out;
-}
 
 std::string Tracer::path_for(const std::string& prefix, int rank) {
   return prefix + ".rank" + std::to_string(rank) + ".json";
@@ -107,7 +85,7 @@ void Tracer::append_locked(const std::string& event) {
 void Tracer::submit(uint64_t id, const std::string& name, int priority, uint64_t bytes) {
   const double ts = now_us();
   std::string e = head("submit " + name, "i", ts, opts_.rank);
-  e += ",\"s\":\"t\",\"args\":{\"op\":\"" + json_escape(name) + "\",\"id\":\"" + hex_id(id) +
+  e += ",\"s\":\"t\",\"args\":{\"op\":" + json_quote(name) + ",\"id\":\"" + hex_id(id) +
        "\",\"priority\":" + std::to_string(priority) + ",\"bytes\":" + std::to_string(bytes) + "}}";
   std::lock_guard<std::mutex> lock(mu_);
   append_locked(e);
@@ -145,8 +123,8 @@ void Tracer::chunk_end(uint64_t id, const std::string& name, uint32_t chunk) {
 void Tracer::finish(uint64_t id, const std::string& name, const char* status) {
   const double ts = now_us();
   std::string e = head(name, "e", ts, opts_.rank);
-  e += ",\"cat\":\"op\",\"id\":\"" + hex_id(id) + "\",\"args\":{\"status\":\"" +
-       json_escape(status ? status : "") + "\"}}";
+  e += ",\"cat\":\"op\",\"id\":\"" + hex_id(id) +
+       "\",\"args\":{\"status\":" + json_quote(status ? status : "") + "}}";
   std::lock_guard<std::mutex> lock(mu_);
   append_locked(e);
 }

@@ -84,8 +84,4 @@ class Tracer {
   Status close_status_;    // guarded by mu_
 };
 
-// `text` as the body of a JSON string (quotes, backslashes and control
-// characters escaped; bytes >= 0x80 passed through as UTF-8).
-std::string json_escape(const std::string& text);
-
 }  // namespace kf

@@ -1,8 +1,33 @@
 #include "monitor/trace_observer.h"
 
+#include <string>
+
 #include "kungfu/kungfu.h"
+#include "sched/communicator.h"
 
 namespace kf {
+namespace {
+
+class CommTimeline : public CommObserver {
+ public:
+  explicit CommTimeline(std::unique_ptr<AsyncTimeline> timeline) : timeline_(std::move(timeline)) {}
+  void on_tune(const TuneParams& p) override {
+    timeline_->tracer()->instant("autotune",
+                                 "{\"partition_bytes\":" + std::to_string(p.partition_bytes) +
+                                     ",\"credit_bytes\":" + std::to_string(p.credit_bytes) + "}");
+  }
+
+ private:
+  std::unique_ptr<AsyncTimeline> timeline_;
+};
+
+}  // namespace
+
+std::unique_ptr<CommObserver> comm_timeline(Communicator* comm) {
+  std::unique_ptr<AsyncTimeline> timeline = AsyncTimeline::attach(&comm->async(), comm->rank());
+  if (!timeline) return nullptr;
+  return std::make_unique<CommTimeline>(std::move(timeline));
+}
 
 uint64_t TraceObserver::op_id(const std::string& name, uint64_t seq) {
   // FNV-1a of the name, mixed with the sequence number: stable across

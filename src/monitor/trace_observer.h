@@ -5,6 +5,10 @@
 //   timeline_ = kf::AsyncTimeline::attach(engine, rank);  // null when KF_TIMELINE unset
 //   ...
 //   timeline_.reset();  // before the engine goes: detaches, writes the file
+//
+// A communicator's timeline is attached by src/api, the layer above both:
+//
+//   comm->set_observer(kf::comm_timeline(comm));  // null when KF_TIMELINE unset
 #pragma once
 
 #include <cstdint>
@@ -18,6 +22,9 @@
 #include "sched/async_engine.h"
 
 namespace kf {
+
+class CommObserver;  // sched/communicator.h
+class Communicator;
 
 // Turns AsyncEvents into Tracer calls. Thread-safe; usable without an engine
 // (the tests feed it events directly).
@@ -70,5 +77,11 @@ class AsyncTimeline {
   AsyncEngine* engine_;
   std::shared_ptr<Tracer> tracer_;
 };
+
+// The KF_TIMELINE timeline of `comm`, for Communicator::set_observer: the
+// events of its async engine (an AsyncTimeline) and the online tuner's
+// decisions, as "autotune" instants next to their effect. Written when the
+// communicator shuts down. Null when KF_TIMELINE is unset.
+std::unique_ptr<CommObserver> comm_timeline(Communicator* comm);
 
 }  // namespace kf

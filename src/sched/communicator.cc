@@ -1,14 +1,13 @@
 #include "sched/communicator.h"
 
+#include <cstdio>
+#include <thread>
+
 #include "base/config.h"
 #include "base/host_id.h"
 #include "base/log.h"
-#include "monitor/trace_observer.h"
 #include "topo/binding.h"
 #include "transport/frame.h"
-
-#include <cstdio>
-#include <thread>
 #include "transport/socket.h"
 
 namespace kf {
@@ -73,19 +72,13 @@ Communicator::Communicator(int rank, int size, const CommOptions& opts)
     return h.step == AsyncEngine::kStartStep;
   });
   AsyncEngine* async = async_.get();
-  timeline_ = AsyncTimeline::attach(async, rank);
   step_tuner_.reset(new StepTuner(
       Tuner::enabled_from_env(), TuneParams{async->partition_bytes(), async->credit_bytes()},
       [this](double* v) { return all_reduce(v, v, 1, KF_FLOAT64, KF_MAX); },
       [this, async](const TuneParams& p) {
         async->set_partition_bytes(p.partition_bytes);
         async->set_credit_bytes(p.credit_bytes);
-        // Tuner decisions show in the timeline, next to their effect.
-        if (timeline_) {
-          timeline_->tracer()->instant(
-              "autotune", "{\"partition_bytes\":" + std::to_string(p.partition_bytes) +
-                              ",\"credit_bytes\":" + std::to_string(p.credit_bytes) + "}");
-        }
+        if (observer_) observer_->on_tune(p);
       }));
 }
 
@@ -270,7 +263,7 @@ void Communicator::shutdown() {
   shut_down_ = true;
   // Pending asynchronous operations finish (or time out) before the goodbyes.
   async_->drain(opts_.timeout_ms < 0 ? 10000 : opts_.timeout_ms);
-  timeline_.reset();  // detaches from the engine and writes the file
+  observer_.reset();  // the timeline detaches from the engine and writes its file
   if (tcp_) {
     // Goodbyes are a courtesy: wait for them a little, less so when the
     // communicator already broke (a peer may be hung).

@@ -22,11 +22,22 @@
 
 namespace kf {
 
-class AsyncTimeline;  // monitor/trace_observer.h
-
 struct CommOptions {
   int64_t timeout_ms = 60000;  // init and each operation; < 0 = never
   std::string name = "world";
+};
+
+// Something a layer above attaches to a communicator to watch it: src/api
+// attaches the KF_TIMELINE timeline (monitor/trace_observer.h), so that this
+// layer needs nothing of src/monitor. The communicator owns it and destroys
+// it in shutdown(), after pending asynchronous operations have drained and
+// before the goodbyes.
+class CommObserver {
+ public:
+  virtual ~CommObserver() = default;
+  // The online tuner has just installed `p` on the async engine (on the
+  // thread in kf_comm_step).
+  virtual void on_tune(const TuneParams& p) = 0;
 };
 
 // KF_STRATEGY and the KF_HIER_* knobs (comm_strategy.cc).
@@ -95,6 +106,9 @@ class Communicator {
   AsyncEngine& async() { return *async_; }
   // The online tuner of async_'s partition size and credit (KF_AUTOTUNE).
   StepTuner& step_tuner() { return *step_tuner_; }
+  // Attaches `observer` (null: none). Not thread-safe: src/api calls it once,
+  // before the communicator's handle is returned to the application.
+  void set_observer(std::unique_ptr<CommObserver> observer) { observer_ = std::move(observer); }
 
  private:
   Communicator(int rank, int size, const CommOptions& opts);
@@ -137,8 +151,8 @@ class Communicator {
   std::unique_ptr<AsyncEngine> async_;
   std::mutex hook_mu_;                   // guards hook_target_ against destruction
   AsyncEngine* hook_target_ = nullptr;   // async_ while it may take frames
-  // The timeline of async_ (KF_TIMELINE; null when off): written at shutdown.
-  std::unique_ptr<AsyncTimeline> timeline_;
+  // Attached by src/api (the KF_TIMELINE timeline; null when off).
+  std::unique_ptr<CommObserver> observer_;
   std::unique_ptr<StepTuner> step_tuner_;
   bool shut_down_ = false;
   std::mutex blocking_mu_;  // serialises blocking calls

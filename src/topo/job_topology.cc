@@ -1,28 +1,17 @@
 #include "topo/job_topology.h"
 
-#include <cstdio>
 #include <map>
 #include <utility>
+
+#include "base/json.h"
 
 namespace kf {
 namespace {
 
+// Host identities, sources and device names come from the system. With every
+// byte from 0x7f up escaped, the dump is ASCII and valid JSON whatever they hold.
 std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    unsigned char u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20 || u >= 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", u);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
+  return json_quote(s, JsonNonAscii::kEscape);
 }
 
 std::string json_ints(const std::vector<int>& v) {

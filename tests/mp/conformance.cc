@@ -23,6 +23,10 @@ namespace {
 using kfmp::Buf;
 using kft::Kind;
 
+// The collectives under test, by the names --coll takes. Deliberately not
+// sched/op_kind.h: this test sees the public API only, and OpKind is the
+// library's wire numbering (from 1, with sparse kinds at 101 and 102; its
+// name for kSendRecv is "send/recv"), not a dense list to loop over.
 enum Coll {
   kAllReduce,
   kBroadcast,

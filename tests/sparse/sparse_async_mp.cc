@@ -10,7 +10,6 @@
 //    exact on this job's layout, beside a dense async all_reduce;
 //  - argument errors (bad name, k, op) return KF_ERR_INVALID_ARGUMENT with
 //    *req NULL; ranks that disagree on k fail with KF_ERR_INVALID_USAGE.
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -18,39 +17,19 @@
 
 #include "kungfu/kungfu.h"
 #include "mp_common.h"
+#include "sparse_mp_common.h"
 #include "sparse_ref.h"
 
 namespace {
 
-int g_rank = 0, g_size = 1, g_failures = 0;
+using sparse_mp::compare;
+using sparse_mp::g_rank;
+using sparse_mp::g_size;
+using sparse_mp::options;
 
-#define CHECK(cond, ...)                                                    \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
-      std::fprintf(stderr, "rank %d: %s:%d: ", g_rank, __FILE__, __LINE__); \
-      std::fprintf(stderr, __VA_ARGS__);                                    \
-      std::fprintf(stderr, "\n");                                           \
-      ++g_failures;                                                         \
-    }                                                                       \
-  } while (0)
-
-kf_sparse_options_t flat_options() {
-  kf_sparse_options_t o = KF_SPARSE_OPTIONS_INITIALIZER;
-  o.algorithm = KF_SPARSE_FLAT;
-  return o;
-}
-
-void compare(const char* what, const std::vector<float>& got, const std::vector<double>& want,
-             double scale) {
-  size_t bad = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double e = want[i] * scale;
-    const double tol = scale == 1.0 ? 0.0 : std::fabs(e) * 1e-6;  // SUM of integers: exact
-    if (std::fabs(got[i] - e) > tol) {
-      if (bad++ < 3) CHECK(false, "%s: [%zu] = %g, want %g", what, i, double(got[i]), e);
-    }
-  }
-  CHECK(bad == 0, "%s: %zu wrong elements", what, bad);
+// SUM of integers: exact; AVG (scale 1/size): within 1e-6 relative.
+double tolerance(double scale) {
+  return scale == 1.0 ? 0.0 : 1e-6;
 }
 
 struct Dense {
@@ -62,7 +41,7 @@ struct Dense {
 void test_mixed(kf_comm_t comm) {
   const size_t d = 3001;
   const int kOps = 6;
-  const kf_sparse_options_t so = flat_options();
+  const kf_sparse_options_t so = options(KF_SPARSE_FLAT);
   std::vector<std::vector<float>> x(kOps), y(kOps);
   std::vector<kf_request_t> sreq(kOps, nullptr);
   std::vector<Dense> dense(2 * kOps);
@@ -127,7 +106,8 @@ void test_mixed(kf_comm_t comm) {
     const size_t k = 30 + size_t(i) * 5;
     const std::vector<double> want = sparse_ref::flat_expected(d, k, g_size);
     const std::string what = "async sparse " + std::to_string(i);
-    compare(what.c_str(), i == 3 ? x[i] : y[i], want, i % 2 == 0 ? 1.0 : 1.0 / g_size);
+    const double scale = i % 2 == 0 ? 1.0 : 1.0 / g_size;
+    compare(what.c_str(), i == 3 ? x[i] : y[i], want, scale, tolerance(scale));
     if (i != 3)
       CHECK(x[i] == sparse_ref::flat_gradient(d, g_rank), "sparse %d: sendbuf modified", i);
   }
@@ -136,7 +116,7 @@ void test_mixed(kf_comm_t comm) {
 // Async and blocking forms agree bit for bit, residual included.
 void test_residual(kf_comm_t comm) {
   const size_t d = 4001, k = 50;
-  const kf_sparse_options_t so = flat_options();
+  const kf_sparse_options_t so = options(KF_SPARSE_FLAT);
   std::vector<float> x = sparse_ref::flat_gradient(d, g_rank + 3);
   std::vector<float> res_a(d, 0.0f), res_b(d, 0.0f), ya(d), yb(d);
   for (int step = 0; step < 2; ++step) {
@@ -164,22 +144,11 @@ void test_residual(kf_comm_t comm) {
 // against the reference, and KF_SPARSE_AUTO (hier on several hosts) at a
 // high priority beside a dense async all_reduce.
 void test_hier(kf_comm_t comm) {
-  int hosts = 0, host = 0, local = 0, local_size = 0;
-  kf_comm_host_count(comm, &hosts);
-  kf_comm_host_index(comm, g_rank, &host);
-  kf_comm_local_rank(comm, &local);
-  kf_comm_local_size(comm, &local_size);
-  if (hosts * local_size != g_size) {
-    std::printf("rank %d: hosts hold different rank counts; hierarchical test skipped\n", g_rank);
-    return;
-  }
-  const size_t d = 4099, k = 64;
-  const std::vector<double> want = sparse_ref::hier_expected(d, k, hosts, local_size);
-  const std::vector<float> x = sparse_ref::hier_gradient(d, host, local);
-  std::vector<float> y(d, -1.0f), z(d, -1.0f);
+  sparse_mp::HierCase h;
+  if (!sparse_mp::hier_case(comm, &h)) return;
+  std::vector<float> y(h.d, -1.0f), z(h.d, -1.0f);
   std::vector<int32_t> ds(50000, g_rank + 1), dr(50000, 0);
-  kf_sparse_options_t hier = KF_SPARSE_OPTIONS_INITIALIZER;
-  hier.algorithm = KF_SPARSE_HIER;
+  const kf_sparse_options_t hier = options(KF_SPARSE_HIER);
   kf_op_options_t low = KF_OP_OPTIONS_INITIALIZER, high = KF_OP_OPTIONS_INITIALIZER;
   low.priority = 5;
   high.priority = -5;
@@ -187,11 +156,11 @@ void test_hier(kf_comm_t comm) {
   kf_status_t s = kf_iall_reduce(comm, "hier.dense", ds.data(), dr.data(), ds.size(), KF_INT32,
                                  KF_SUM, &low, &rd);
   CHECK(s == KF_SUCCESS, "dense submit: %s", kf_status_string(s));
-  s = kf_isparse_all_reduce(comm, "hier.sparse", x.data(), y.data(), d, KF_SUM, k, nullptr, &hier,
-                            &high, &rh);
+  s = kf_isparse_all_reduce(comm, "hier.sparse", h.x.data(), y.data(), h.d, KF_SUM, h.k, nullptr,
+                            &hier, &high, &rh);
   CHECK(s == KF_SUCCESS, "hier submit: %s", kf_comm_last_error(comm));
-  s = kf_isparse_all_reduce(comm, "hier.auto", x.data(), z.data(), d, KF_SUM, k, nullptr, nullptr,
-                            &high, &ra);
+  s = kf_isparse_all_reduce(comm, "hier.auto", h.x.data(), z.data(), h.d, KF_SUM, h.k, nullptr,
+                            nullptr, &high, &ra);
   CHECK(s == KF_SUCCESS, "auto submit: %s", kf_comm_last_error(comm));
   for (kf_request_t r : {ra, rh, rd}) {
     if (r == nullptr) continue;
@@ -199,12 +168,12 @@ void test_hier(kf_comm_t comm) {
     CHECK(s == KF_SUCCESS, "hier test wait: %s: %s", kf_status_string(s), kf_request_error(r));
     kf_request_free(r);
   }
-  compare("async hier", y, want, 1.0);
-  if (hosts > 1 && local_size > 1) compare("async auto (hier)", z, want, 1.0);
+  compare("async hier", y, h.want, 1.0, 0.0);  // exact
+  if (h.hosts > 1 && h.local_size > 1) compare("async auto (hier)", z, h.want, 1.0, 0.0);
   size_t wrong = 0;
   for (int32_t v : dr) wrong += v != g_size * (g_size + 1) / 2;
   CHECK(wrong == 0, "dense beside hier: %zu wrong elements", wrong);
-  if (g_rank == 0) std::printf("hierarchical checked on %d host(s) x %d\n", hosts, local_size);
+  if (g_rank == 0) std::printf("hierarchical checked on %d host(s) x %d\n", h.hosts, h.local_size);
 }
 
 void test_errors(kf_comm_t comm) {
@@ -230,7 +199,7 @@ void test_errors(kf_comm_t comm) {
 void test_mismatch(kf_comm_t comm) {
   const size_t d = 3001;
   std::vector<float> x = sparse_ref::flat_gradient(d, g_rank), y(d);
-  const kf_sparse_options_t so = flat_options();
+  const kf_sparse_options_t so = options(KF_SPARSE_FLAT);
   kf_request_t r = nullptr;
   kf_status_t s = kf_isparse_all_reduce(comm, "mm", x.data(), y.data(), d, KF_SUM,
                                         g_rank == 0 ? 5 : 6, nullptr, &so, nullptr, &r);
@@ -256,10 +225,5 @@ int main() {
   kf_status_t s = kf_all_reduce(comm, &one, &total, 1, KF_INT32, KF_SUM);
   CHECK(s == KF_SUCCESS && total == g_size, "final blocking all_reduce: %s", kf_status_string(s));
   kf_comm_destroy(comm);
-  if (g_failures != 0) {
-    std::fprintf(stderr, "rank %d: %d failures\n", g_rank, g_failures);
-    return 1;
-  }
-  std::printf("rank %d: sparse_mp OK (np %d) [async]\n", g_rank, g_size);
-  return 0;
+  return sparse_mp::report(" [async]");
 }

@@ -6,7 +6,6 @@
 // fallback; PTO with uneven counts and a failing callback; argument errors.
 // Run with KF_SPARSE_MIN_ELEMS=0 so small buffers take the sparse paths.
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -14,45 +13,25 @@
 
 #include "kungfu/kungfu.h"
 #include "mp_common.h"
+#include "sparse_mp_common.h"
 #include "sparse_ref.h"
 
 namespace {
 
-int g_rank = 0, g_size = 1, g_failures = 0;
+using sparse_mp::compare;
+using sparse_mp::g_failures;
+using sparse_mp::g_rank;
+using sparse_mp::g_size;
+using sparse_mp::options;
 
-#define CHECK(cond, ...)                                               \
-  do {                                                                 \
-    if (!(cond)) {                                                     \
-      std::fprintf(stderr, "rank %d: %s:%d: ", g_rank, __FILE__, __LINE__); \
-      std::fprintf(stderr, __VA_ARGS__);                               \
-      std::fprintf(stderr, "\n");                                      \
-      ++g_failures;                                                    \
-    }                                                                  \
-  } while (0)
+// The relative tolerance of every result check here, SUM included.
+constexpr double kTol = 1e-6;
 
 #define CHECK_OK(comm, call)                                                         \
   do {                                                                               \
     kf_status_t s_ = (call);                                                         \
     CHECK(s_ == KF_SUCCESS, "%s: %s: %s", #call, kf_status_string(s_), kf_comm_last_error(comm)); \
   } while (0)
-
-kf_sparse_options_t options(kf_sparse_algorithm_t algo) {
-  kf_sparse_options_t o = KF_SPARSE_OPTIONS_INITIALIZER;
-  o.algorithm = algo;
-  return o;
-}
-
-void compare(const char* what, const std::vector<float>& got, const std::vector<double>& want,
-             double scale) {
-  size_t bad = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double e = want[i] * scale;
-    if (std::fabs(got[i] - e) > std::fabs(e) * 1e-6) {
-      if (bad++ < 3) CHECK(false, "%s: [%zu] = %g, want %g", what, i, double(got[i]), e);
-    }
-  }
-  CHECK(bad == 0, "%s: %zu wrong elements", what, bad);
-}
 
 void test_flat(kf_comm_t comm) {
   const size_t d = 3001, k = 37;
@@ -62,10 +41,10 @@ void test_flat(kf_comm_t comm) {
     std::vector<float> x = sparse_ref::flat_gradient(d, g_rank);
     std::vector<float> y(d, -1.0f);
     CHECK_OK(comm, kf_sparse_all_reduce(comm, x.data(), y.data(), d, op, k, nullptr, &o));
-    compare("flat", y, want, op == KF_AVG ? 1.0 / g_size : 1.0);
+    compare("flat", y, want, op == KF_AVG ? 1.0 / g_size : 1.0, kTol);
     CHECK(x == sparse_ref::flat_gradient(d, g_rank), "flat: sendbuf was modified");
     CHECK_OK(comm, kf_sparse_all_reduce(comm, x.data(), x.data(), d, op, k, nullptr, &o));
-    compare("flat in place", x, want, op == KF_AVG ? 1.0 / g_size : 1.0);
+    compare("flat in place", x, want, op == KF_AVG ? 1.0 / g_size : 1.0, kTol);
   }
 }
 
@@ -73,28 +52,19 @@ void test_flat(kf_comm_t comm) {
 // single column; the emulated 2 x 2 cluster: two hosts). KF_SPARSE_AUTO
 // must pick it on several hosts and give the same bits.
 void test_hier(kf_comm_t comm) {
-  int hosts = 0, host = 0, local = 0, local_size = 0;
-  kf_comm_host_count(comm, &hosts);
-  kf_comm_host_index(comm, g_rank, &host);
-  kf_comm_local_rank(comm, &local);
-  kf_comm_local_size(comm, &local_size);
-  if (hosts * local_size != g_size) {
-    std::printf("rank %d: hosts hold different rank counts; hierarchical test skipped\n", g_rank);
-    return;
-  }
-  const size_t d = 4099, k = 64;
-  const std::vector<double> want = sparse_ref::hier_expected(d, k, hosts, local_size);
-  std::vector<float> x = sparse_ref::hier_gradient(d, host, local);
-  std::vector<float> y(d, -1.0f);
+  sparse_mp::HierCase h;
+  if (!sparse_mp::hier_case(comm, &h)) return;
+  std::vector<float> y(h.d, -1.0f);
   const kf_sparse_options_t o = options(KF_SPARSE_HIER);
-  CHECK_OK(comm, kf_sparse_all_reduce(comm, x.data(), y.data(), d, KF_SUM, k, nullptr, &o));
-  compare("hier", y, want, 1.0);
-  if (hosts > 1 && local_size > 1) {
+  CHECK_OK(comm, kf_sparse_all_reduce(comm, h.x.data(), y.data(), h.d, KF_SUM, h.k, nullptr, &o));
+  compare("hier", y, h.want, 1.0, kTol);
+  if (h.hosts > 1 && h.local_size > 1) {
     std::fill(y.begin(), y.end(), -1.0f);
-    CHECK_OK(comm, kf_sparse_all_reduce(comm, x.data(), y.data(), d, KF_AVG, k, nullptr, nullptr));
-    compare("auto (hier) avg", y, want, 1.0 / g_size);
+    CHECK_OK(comm,
+             kf_sparse_all_reduce(comm, h.x.data(), y.data(), h.d, KF_AVG, h.k, nullptr, nullptr));
+    compare("auto (hier) avg", y, h.want, 1.0 / g_size, kTol);
   }
-  if (g_rank == 0) std::printf("hierarchical checked on %d host(s) x %d\n", hosts, local_size);
+  if (g_rank == 0) std::printf("hierarchical checked on %d host(s) x %d\n", h.hosts, h.local_size);
 }
 
 void test_residual(kf_comm_t comm) {
@@ -119,7 +89,7 @@ void test_residual(kf_comm_t comm) {
     std::vector<float> total(d);
     CHECK_OK(comm, kf_all_reduce(comm, sent.data(), total.data(), d, KF_FLOAT32, KF_SUM));
     std::vector<double> want(total.begin(), total.end());
-    compare("residual step", y, want, 1.0);
+    compare("residual step", y, want, 1.0, kTol);
   }
 }
 
@@ -246,10 +216,5 @@ int main() {
   test_pto(comm);
   test_mismatch(comm);
   kf_comm_destroy(comm);
-  if (g_failures != 0) {
-    std::fprintf(stderr, "rank %d: %d failures\n", g_rank, g_failures);
-    return 1;
-  }
-  std::printf("rank %d: sparse_mp OK (np %d)\n", g_rank, g_size);
-  return 0;
+  return sparse_mp::report("");
 }

@@ -1,9 +1,9 @@
 #include "kfinfo/report.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "base/config.h"
+#include "base/json.h"
 #include "kungfu/kungfu.h"
 
 namespace kfinfo {
@@ -28,29 +28,6 @@ constexpr bool kHaveCuda = false;
 std::string version_string(int code) {
   return std::to_string(code / 10000) + "." + std::to_string(code / 100 % 100) + "." +
          std::to_string(code % 100);
-}
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    unsigned char u = static_cast<unsigned char>(c);
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (u < 0x20) {
-          char esc[8];
-          std::snprintf(esc, sizeof(esc), "\\u%04x", u);
-          out += esc;
-        } else {
-          out.push_back(c);  // UTF-8 passes through
-        }
-    }
-  }
-  return out + "\"";
 }
 
 std::string pad(const std::string& s, size_t width) {
@@ -138,15 +115,17 @@ std::string format_text(const Report& r) {
 std::string format_json(const Report& r) {
   std::string out = "{\n";
   out += "  \"version\": {\n";
-  out += "    \"header\": " + json_string(std::to_string(r.header_major) + "." + std::to_string(r.header_minor) +
-                                          "." + std::to_string(r.header_patch)) + ",\n";
+  out += "    \"header\": " +
+         kf::json_quote(std::to_string(r.header_major) + "." + std::to_string(r.header_minor) +
+                        "." + std::to_string(r.header_patch)) +
+         ",\n";
   out += "    \"header_code\": " + std::to_string(r.header_code) + ",\n";
-  out += "    \"runtime\": " + json_string(version_string(r.runtime_code)) + ",\n";
+  out += "    \"runtime\": " + kf::json_quote(version_string(r.runtime_code)) + ",\n";
   out += "    \"runtime_code\": " + std::to_string(r.runtime_code) + "\n";
   out += "  },\n";
   out += "  \"features\": {";
   for (size_t i = 0; i < r.features.size(); ++i) {
-    out += (i == 0 ? "\n    " : ",\n    ") + json_string(r.features[i].first) + ": " +
+    out += (i == 0 ? "\n    " : ",\n    ") + kf::json_quote(r.features[i].first) + ": " +
            (r.features[i].second ? "true" : "false");
   }
   out += "\n  },\n";
@@ -154,9 +133,11 @@ std::string format_json(const Report& r) {
   for (size_t i = 0; i < r.knobs.size(); ++i) {
     const KnobRow& k = r.knobs[i];
     out += i == 0 ? "\n" : ",\n";
-    out += "    {\"name\": " + json_string(k.name) + ", \"default\": " + json_string(k.default_value) +
-           ", \"value\": " + json_string(k.value) + ", \"from_env\": " + (k.from_env ? "true" : "false") +
-           ", \"doc\": " + json_string(k.doc) + "}";
+    out += "    {\"name\": " + kf::json_quote(k.name) +
+           ", \"default\": " + kf::json_quote(k.default_value) +
+           ", \"value\": " + kf::json_quote(k.value) +
+           ", \"from_env\": " + (k.from_env ? "true" : "false") +
+           ", \"doc\": " + kf::json_quote(k.doc) + "}";
   }
   out += "\n  ]\n}\n";
   return out;
