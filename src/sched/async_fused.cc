@@ -30,6 +30,7 @@ void AsyncEngine::start_fused(AsyncOp* o, const std::shared_ptr<AsyncOp>& keep) 
   o->fused_waiting.store(static_cast<uint32_t>(size_ - 1));
   o->one_shot.start(*o->fused_peers, o->spec.send, o->spec.count, o->spec.dtype,
                     static_cast<kf_op_t>(o->spec.op));
+  o->fused_ticket = fuser_->last_ticket();  // at least its own frames
   emit(AsyncEvent::Type::kStart, *o, 0, o->parts[0].bytes, Status::ok());
   // Signature frames that were already here completed their receives
   // before those were listed in the operation: compare them now.
@@ -81,6 +82,9 @@ Status AsyncEngine::run_fused(AsyncOp* o) {
     }
   }
   if (!st.is_ok()) o->fused_peers->withdraw_outstanding(st);
+  // This rank may have all it needs while its own frames are still held:
+  // the peers need them, whether or not anyone here waits any more.
+  fuser_->flush_through(o->fused_ticket);
   return st;
 }
 

@@ -26,7 +26,7 @@ uint32_t OpSignature::digest() const {
 Engine::Engine(const EngineOptions& opts)
     : opts_(opts),
       mailbox_(static_cast<size_t>(knob_int(Knob::KF_UNEXPECTED_BYTES)), [this] {
-        if (transport_ != nullptr) transport_->retry_paused();
+        if (TcpTransport* t = tcp()) t->retry_paused();
       }) {}
 
 uint64_t Engine::next_seq(const std::string& name) {

@@ -48,7 +48,7 @@ class Engine {
 
   Mailbox& mailbox() { return mailbox_; }
   // The transport that carries frames between processes. Set once, before any run().
-  void attach(TcpTransport* transport) { transport_ = transport; }
+  void attach(TcpTransport* transport) { transport_.store(transport, std::memory_order_release); }
   // The shared-memory transport to same-host peers, if any. Set once, after
   // attach() and before any operation that should use it.
   void attach_shm(ShmTransport* shm) { shm_.store(shm); }
@@ -78,12 +78,15 @@ class Engine {
 
  private:
   friend class OpPeers;
+  TcpTransport* tcp() const { return transport_.load(std::memory_order_acquire); }
   void break_with(const Status& why);
   uint64_t next_seq(const std::string& name);
 
   const EngineOptions opts_;
   Mailbox mailbox_;
-  TcpTransport* transport_ = nullptr;
+  // Read by the transports' threads (the mailbox's on_space callback), which
+  // start before attach().
+  std::atomic<TcpTransport*> transport_{nullptr};
   std::atomic<ShmTransport*> shm_{nullptr};  // read by progress threads
 
   mutable std::mutex mu_;

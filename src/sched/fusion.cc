@@ -47,11 +47,13 @@ Fuser::~Fuser() {
   }
 }
 
-void Fuser::append(int peer, const FrameHeader& h, const void* payload) {
+uint64_t Fuser::append(int peer, const FrameHeader& h, const void* payload) {
   const uint64_t need = kFrameHeaderBytes + h.length;
   bool start_timer = false;
+  uint64_t ticket;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    ticket = ++tickets_;
     std::vector<char>& b = open_[static_cast<size_t>(peer)];
     if (!b.empty() && b.size() + need > opts_.max_bytes) send_locked(peer);
     if (b.empty() && b.capacity() < opts_.max_bytes) b.reserve(opts_.max_bytes);
@@ -71,15 +73,35 @@ void Fuser::append(int peer, const FrameHeader& h, const void* payload) {
     }
   }
   if (start_timer) timer_cv_.notify_one();
+  return ticket;
+}
+
+void Fuser::flush_through(uint64_t ticket) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (ticket <= flushed_through_) return;
+  }
+  flush();
+}
+
+uint64_t Fuser::last_ticket() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return tickets_;
 }
 
 void Fuser::flush() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (oldest_ns_ == 0) return;
-  for (size_t p = 0; p < open_.size(); ++p) {
-    if (!open_[p].empty()) send_locked(static_cast<int>(p));
+  flush_locked();
+}
+
+void Fuser::flush_locked() {
+  if (oldest_ns_ != 0) {
+    for (size_t p = 0; p < open_.size(); ++p) {
+      if (!open_[p].empty()) send_locked(static_cast<int>(p));
+    }
+    oldest_ns_ = 0;
   }
-  oldest_ns_ = 0;
+  flushed_through_ = tickets_;
 }
 
 Fuser::Stats Fuser::stats() const {
@@ -105,7 +127,10 @@ void Fuser::send_locked(int peer) {
   in_flight_.push_back(std::move(f));
   bool any = false;
   for (const auto& o : open_) any = any || !o.empty();
-  if (!any) oldest_ns_ = 0;
+  if (!any) {
+    oldest_ns_ = 0;
+    flushed_through_ = tickets_;
+  }
 }
 
 // Frees the bundles whose sends completed.
@@ -147,10 +172,7 @@ void Fuser::timer_loop() {
       timer_cv_.wait_for(lock, std::chrono::nanoseconds(due - now));
       continue;
     }
-    for (size_t p = 0; p < open_.size(); ++p) {
-      if (!open_[p].empty()) send_locked(static_cast<int>(p));
-    }
-    oldest_ns_ = 0;
+    flush_locked();
     reap_locked();
   }
 }

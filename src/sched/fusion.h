@@ -45,10 +45,17 @@ class Fuser {
   ~Fuser();
 
   // Appends a data frame for `peer` (not this rank), copying its payload:
-  // the caller's buffer is free on return.
-  void append(int peer, const FrameHeader& h, const void* payload);
+  // the caller's buffer is free on return. Returns the frame's ticket, for
+  // flush_through().
+  uint64_t append(int peer, const FrameHeader& h, const void* payload);
   // Sends every bundle that holds a frame.
   void flush();
+  // Sends every bundle if the frame of `ticket` may still be held. An
+  // operation calls it before it completes: its peers may need its frames
+  // although it needs nothing more from them.
+  void flush_through(uint64_t ticket);
+  // The ticket of the latest append (0: none yet).
+  uint64_t last_ticket() const;
 
   // Counters, for the timeline and tests.
   struct Stats {
@@ -64,6 +71,7 @@ class Fuser {
     TransferHandle send;
   };
   void send_locked(int peer);
+  void flush_locked();
   void reap_locked();
   void timer_loop();
 
@@ -76,6 +84,8 @@ class Fuser {
   std::vector<uint64_t> next_seq_;       // by peer: sequence of the next bundle
   std::vector<InFlight> in_flight_;
   int64_t oldest_ns_ = 0;  // when the oldest unsent frame was appended; 0: none
+  uint64_t tickets_ = 0;   // frames appended so far
+  uint64_t flushed_through_ = 0;  // every frame up to this ticket has been sent
   Stats stats_;
   bool stop_ = false;
   std::thread timer_;

@@ -32,7 +32,7 @@ OpPeers::Route OpPeers::route(int peer) {
   if (shm != nullptr && shm->reaches(peer)) {
     r.shm = shm;
   } else {
-    r.tcp = engine_->transport_;
+    r.tcp = engine_->tcp();
   }
   return r;
 }
@@ -136,8 +136,8 @@ Status OpPeers::wait(const TransferHandle& t) {
 
 // Which peer went silent, when the transport can tell (TCP liveness pings).
 std::string OpPeers::silence_note(int waited_on) const {
-  if (engine_->transport_ == nullptr) return "";
-  std::string note = engine_->transport_->silence_note(waited_on);
+  if (engine_->tcp() == nullptr) return "";
+  std::string note = engine_->tcp()->silence_note(waited_on);
   return note.empty() ? "" : "; " + note;
 }
 
@@ -149,7 +149,7 @@ void OpPeers::withdraw_outstanding(const Status& why) {
     } else if (engine_->shm() != nullptr && engine_->shm()->reaches(t->key().peer)) {
       engine_->shm()->cancel_send(t, why);
     } else {
-      engine_->transport_->cancel_send(t, why);
+      engine_->tcp()->cancel_send(t, why);
     }
   }
   transfers_.clear();

@@ -191,7 +191,8 @@ int run_mixed(kf_comm_t comm, int rank, int n) {
 }
 
 // With a long cycle, nothing leaves before the first wait: 32 tiny operations
-// are exactly one bundle per peer (2 frames each: signature and data).
+// submitted by every rank before any waits are exactly one bundle per peer
+// (2 frames each: signature and data).
 int run_count_bundles(kf_comm_t comm, int rank, int n) {
   const int kOps = 32;
   std::vector<int32_t> in(kOps), out(kOps, 0);
@@ -208,7 +209,14 @@ int run_count_bundles(kf_comm_t comm, int rank, int n) {
   }
   const kf::Fuser::Stats queued = stats(comm);
   int fails = 0;
-  if (kf_request_wait_all(reqs.size(), reqs.data()) != KF_SUCCESS) ++fails;
+  // Every rank has submitted everything before any rank waits (and so
+  // sends): no operation can complete, and flush, while its rank still
+  // submits.
+  if (kf_barrier(comm) != KF_SUCCESS) ++fails;
+  if (kf_request_wait_all(reqs.size(), reqs.data()) != KF_SUCCESS) {
+    std::printf("FAIL rank %d: wait_all: %s\n", rank, kf_request_error(reqs[0]));
+    ++fails;
+  }
   const kf::Fuser::Stats after = stats(comm);
   for (int j = 0; j < kOps; ++j) {
     if (out[j] != n * (n - 1) / 2 + n * j) ++fails;
