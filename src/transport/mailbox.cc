@@ -96,6 +96,7 @@ Mailbox::Incoming Mailbox::begin(int src, const FrameHeader& h) {
   }
   if (unexpected_bytes_ > 0 && unexpected_bytes_ + h.length > limit_bytes_) {
     in.blocked = true;
+    blocked_ = true;
     return in;
   }
   in.error = new_stash_locked(key, h, &in.stash);
@@ -111,6 +112,7 @@ Mailbox::Incoming Mailbox::begin_bundle(int src, const FrameHeader& h) {
   std::lock_guard<std::mutex> lock(mu_);
   if (unexpected_bytes_ > 0 && unexpected_bytes_ + h.length > limit_bytes_) {
     in.blocked = true;
+    blocked_ = true;
     return in;
   }
   auto s = std::make_shared<Stash>();
@@ -141,7 +143,7 @@ Status Mailbox::finish_bundle(const Stash& b) {
     std::lock_guard<std::mutex> lock(mu_);
     unexpected_bytes_ -= b.len;
   }
-  on_space_();
+  notify_space();
   if (!st.is_ok()) {
     return remote_error("malformed bundle from rank " + std::to_string(src) + ": " + st.message());
   }
@@ -184,7 +186,7 @@ Status Mailbox::finish(const Incoming& in) {
     }
   }
   if (claimer) fill_from_stash(claimer, *in.stash);
-  if (shrunk) on_space_();
+  if (shrunk) notify_space();
   return Status::ok();
 }
 
@@ -214,6 +216,15 @@ void Mailbox::post(const TransferHandle& t) {
     return;
   }
   if (ready) fill_from_stash(t, *ready);
+  notify_space();
+}
+
+void Mailbox::notify_space() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!blocked_) return;
+    blocked_ = false;
+  }
   on_space_();
 }
 

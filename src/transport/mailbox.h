@@ -22,8 +22,10 @@ namespace kf {
 class Mailbox {
  public:
   // `limit_bytes` bounds the unexpected store; `on_space` is called (without
-  // locks held) when a receive is posted or the store shrinks, so that a
-  // transport that paused reading may try again.
+  // locks held) when a receive is posted or the store shrinks after a
+  // begin() said `blocked`, so that a transport that paused reading may try
+  // again (and only then: waking a progress thread per receive would cost
+  // every message a context switch).
   Mailbox(size_t limit_bytes, std::function<void()> on_space);
 
   // Where the payload of an incoming frame goes: `target` (a posted
@@ -89,6 +91,8 @@ class Mailbox {
   void fill_from_stash(const TransferHandle& t, Stash& s);
   Incoming begin_bundle(int src, const FrameHeader& h);
   Status finish_bundle(const Stash& bundle);
+  // Calls on_space_ if a reader is paused (takes mu_).
+  void notify_space();
   // Makes a stash for an unexpected message (caller holds mu_).
   Status new_stash_locked(const MessageKey& key, const FrameHeader& h, std::shared_ptr<Stash>* out);
 
@@ -99,6 +103,7 @@ class Mailbox {
   std::unordered_map<MessageKey, TransferHandle, MessageKeyHash> posted_;
   std::unordered_map<MessageKey, std::shared_ptr<Stash>, MessageKeyHash> unexpected_;
   size_t unexpected_bytes_ = 0;
+  bool blocked_ = false;  // a begin() said blocked since on_space_ last ran
   std::unordered_map<int, Status> departed_;  // peer -> why its receives fail
   std::vector<int> indirect_;
   std::atomic<uint32_t> recv_spin_us_{0};
