@@ -1,13 +1,21 @@
 // async_overhead: the cost of the asynchronous engine against blocking calls
-// of the same sizes (run under kfrun, np >= 2).
-//  - latency: 8-byte all_reduce, blocking vs kf_iall_reduce + kf_request_wait;
-//  - throughput at equal priority: a "step" of K all_reduce operations of
-//    B bytes each, blocking one after another vs all submitted then waited.
-// Usage: async_overhead [-n iters] [-k ops per step] [-b bytes per op]
+// of the same sizes (run under kfrun, np >= 2). Blocking and asynchronous
+// batches alternate, and each figure is the median over batches, so a burst
+// of other load hits both sides alike.
+//  - latency: one 8-byte all_reduce, blocking vs kf_iall_reduce +
+//    kf_request_wait;
+//  - burst: -m all_reduces of 8 bytes (one per tensor, e.g. biases and norm
+//    parameters), blocking one after another vs all submitted then waited
+//    for together (fused: sched/fusion.h);
+//  - throughput at equal priority: a "step" of -k all_reduces of -b bytes,
+//    blocking one after another vs all submitted then waited for.
+// Usage: async_overhead [-n batches] [-m burst ops] [-k ops per step] [-b bytes per op]
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,14 +35,48 @@ void check(kf_status_t st, const char* what) {
   }
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Runs `blocking` and `async` (each one unit of work) in alternating
+// batches of `reps` units; returns the median time per unit of each, in us,
+// the maximum over ranks (every rank agrees on both figures).
+struct Pair {
+  double blocking, async;
+};
+Pair alternate(kf_comm_t comm, int batches, int reps, const std::function<void()>& blocking,
+               const std::function<void()>& async) {
+  for (int i = 0; i < std::max(1, reps / 10); ++i) {
+    blocking();
+    async();
+  }
+  std::vector<double> b, a;
+  for (int i = 0; i < batches; ++i) {
+    check(kf_barrier(comm), "barrier");
+    double t0 = now_us();
+    for (int r = 0; r < reps; ++r) blocking();
+    b.push_back((now_us() - t0) / reps);
+    check(kf_barrier(comm), "barrier");
+    t0 = now_us();
+    for (int r = 0; r < reps; ++r) async();
+    a.push_back((now_us() - t0) / reps);
+  }
+  double m[2] = {median(b), median(a)};
+  check(kf_all_reduce(comm, m, m, 2, KF_FLOAT64, KF_MAX), "max");
+  return Pair{m[0], m[1]};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  int iters = 2000, k = 16;
+  int batches = 15, burst = 64, k = 16;
   size_t bytes = 1 << 20;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "-n")) iters = std::atoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "-k")) k = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "-n")) batches = std::max(1, std::atoi(argv[i + 1]));
+    if (!std::strcmp(argv[i], "-m")) burst = std::max(1, std::atoi(argv[i + 1]));
+    if (!std::strcmp(argv[i], "-k")) k = std::max(1, std::atoi(argv[i + 1]));
     if (!std::strcmp(argv[i], "-b")) bytes = std::strtoull(argv[i + 1], nullptr, 10);
   }
   kf_comm_t comm = nullptr;
@@ -44,51 +86,64 @@ int main(int argc, char** argv) {
 
   // Latency, 8 bytes.
   double x = 1, y = 0;
-  for (int i = 0; i < 100; ++i) check(kf_all_reduce(comm, &x, &y, 1, KF_FLOAT64, KF_SUM), "warm-up");
-  double t0 = now_us();
-  for (int i = 0; i < iters; ++i) check(kf_all_reduce(comm, &x, &y, 1, KF_FLOAT64, KF_SUM), "all_reduce");
-  double blocking = (now_us() - t0) / iters;
-  for (int i = 0; i < 100; ++i) {
-    kf_request_t r;
-    check(kf_iall_reduce(comm, "lat", &x, &y, 1, KF_FLOAT64, KF_SUM, nullptr, &r), "iall_reduce");
-    check(kf_request_wait(r), "wait");
-    kf_request_free(r);
-  }
-  t0 = now_us();
-  for (int i = 0; i < iters; ++i) {
-    kf_request_t r;
-    check(kf_iall_reduce(comm, "lat", &x, &y, 1, KF_FLOAT64, KF_SUM, nullptr, &r), "iall_reduce");
-    check(kf_request_wait(r), "wait");
-    kf_request_free(r);
-  }
-  double async = (now_us() - t0) / iters;
+  Pair lat = alternate(
+      comm, batches, 400,
+      [&] { check(kf_all_reduce(comm, &x, &y, 1, KF_FLOAT64, KF_SUM), "all_reduce"); },
+      [&] {
+        kf_request_t r;
+        check(kf_iall_reduce(comm, "lat", &x, &y, 1, KF_FLOAT64, KF_SUM, nullptr, &r), "iall_reduce");
+        check(kf_request_wait(r), "wait");
+        kf_request_free(r);
+      });
+
+  // A burst of small tensors.
+  std::vector<double> in(static_cast<size_t>(burst), 1.0), out(in.size());
+  std::vector<std::string> names;
+  for (int j = 0; j < burst; ++j) names.push_back("b" + std::to_string(j));
+  std::vector<kf_request_t> breqs(in.size());
+  Pair bst = alternate(
+      comm, batches, 20,
+      [&] {
+        for (int j = 0; j < burst; ++j) check(kf_all_reduce(comm, &in[j], &out[j], 1, KF_FLOAT64, KF_SUM), "burst");
+      },
+      [&] {
+        for (int j = 0; j < burst; ++j) {
+          check(kf_iall_reduce(comm, names[j].c_str(), &in[j], &out[j], 1, KF_FLOAT64, KF_SUM, nullptr,
+                               &breqs[j]),
+                "iburst");
+        }
+        check(kf_request_wait_all(breqs.size(), breqs.data()), "wait_all");
+        for (auto r : breqs) kf_request_free(r);
+      });
 
   // Throughput of a step of k equal-priority operations.
   const size_t count = bytes / 4;
   std::vector<std::vector<float>> bufs(static_cast<size_t>(k), std::vector<float>(count, 1.0f));
-  const int steps = std::max(3, iters / 200);
-  t0 = now_us();
-  for (int s = 0; s < steps; ++s)
-    for (auto& b : bufs) check(kf_all_reduce(comm, b.data(), b.data(), count, KF_FLOAT32, KF_SUM), "step");
-  double step_blocking = (now_us() - t0) / steps;
   std::vector<kf_request_t> reqs(static_cast<size_t>(k));
-  t0 = now_us();
-  for (int s = 0; s < steps; ++s) {
-    for (int j = 0; j < k; ++j) {
-      std::string name = "g" + std::to_string(j);
-      check(kf_iall_reduce(comm, name.c_str(), bufs[j].data(), bufs[j].data(), count, KF_FLOAT32,
-                           KF_SUM, nullptr, &reqs[static_cast<size_t>(j)]),
-            "istep");
-    }
-    check(kf_request_wait_all(reqs.size(), reqs.data()), "wait_all");
-    for (auto r : reqs) kf_request_free(r);
-  }
-  double step_async = (now_us() - t0) / steps;
+  std::vector<std::string> gnames;
+  for (int j = 0; j < k; ++j) gnames.push_back("g" + std::to_string(j));
+  Pair step = alternate(
+      comm, std::max(3, batches / 3), 2,
+      [&] {
+        for (auto& b : bufs) check(kf_all_reduce(comm, b.data(), b.data(), count, KF_FLOAT32, KF_SUM), "step");
+      },
+      [&] {
+        for (int j = 0; j < k; ++j) {
+          check(kf_iall_reduce(comm, gnames[j].c_str(), bufs[j].data(), bufs[j].data(), count,
+                               KF_FLOAT32, KF_SUM, nullptr, &reqs[static_cast<size_t>(j)]),
+                "istep");
+        }
+        check(kf_request_wait_all(reqs.size(), reqs.data()), "wait_all");
+        for (auto r : reqs) kf_request_free(r);
+      });
+
   if (rank == 0) {
-    std::printf("8 B all_reduce latency: blocking %.1f us, async %.1f us (x%.2f)\n", blocking, async,
-                async / blocking);
+    std::printf("8 B all_reduce latency: blocking %.1f us, async %.1f us (x%.2f)\n", lat.blocking,
+                lat.async, lat.async / lat.blocking);
+    std::printf("burst of %d x 8 B all_reduce: blocking %.1f us, async %.1f us (x%.2f)\n", burst,
+                bst.blocking, bst.async, bst.async / bst.blocking);
     std::printf("step of %d x %zu B all_reduce: blocking %.0f us, async %.0f us (%+.1f%%)\n", k, bytes,
-                step_blocking, step_async, 100.0 * (step_async - step_blocking) / step_blocking);
+                step.blocking, step.async, 100.0 * (step.async - step.blocking) / step.blocking);
   }
   kf_comm_destroy(comm);
   return 0;

@@ -100,8 +100,10 @@ void AsyncEngine::close() {
   }
   work_cv_.notify_all();
   inspect_cv_.notify_all();
+  completer_cv_.notify_all();
   for (auto& t : workers) t.join();
   if (inspector_.joinable()) inspector_.join();
+  if (completer_.joinable()) completer_.join();
   fuser_.reset();  // waits for its bundles in flight
 }
 
@@ -465,7 +467,7 @@ void AsyncEngine::on_broken(const Status& why) {
     AsyncOp* o = kv.second.get();
     if (!o->ready) continue;
     o->set_error(why);
-    if (o->fused) fused_ready_locked(o);
+    if (o->fused) fused_ready_locked(o, false);
     uint32_t before = o->unfinished;
     drop_queued_locked(o);
     // Completion may wait on transports: never on this (transport) thread.
@@ -522,6 +524,11 @@ bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req) {
       }
     }
     AsyncOp* own = req->op_;
+    if (mine == nullptr) {
+      // A fused operation ready to complete (never waits): ours first.
+      AsyncOp* done = take_completion_locked(req);
+      if (done != nullptr) mine = &done->parts[0];
+    }
     if (mine == nullptr && own != nullptr && own->fused) {
       if (own->fused_state == AsyncOp::FusedState::kHanded) {
         mine = &own->parts[0];
@@ -537,9 +544,11 @@ bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req) {
           }
         }
         ++own->helpers;
+        ++helping_;
         lock.unlock();
         if (t) wait_transfer(t, Deadline::after_ms(std::min(20, own->deadline.remaining_ms())));
         lock.lock();
+        --helping_;
         --own->helpers;
         if (own->fused_state != AsyncOp::FusedState::kHanded) {
           if (!t) {

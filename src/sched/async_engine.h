@@ -257,7 +257,9 @@ class AsyncEngine {
   void finalize(AsyncOp* op);
   void start_fused(AsyncOp* op, const std::shared_ptr<AsyncOp>& keep);
   void fused_event(const std::weak_ptr<AsyncOp>& op, bool data);
-  void fused_ready_locked(AsyncOp* op);
+  void fused_ready_locked(AsyncOp* op, bool data_complete);
+  void completer_loop();
+  AsyncOp* take_completion_locked(const std::shared_ptr<AsyncRequest>& req);
   Status run_fused(AsyncOp* op);
   bool fusible(const AsyncOpSpec& spec, const PartitionPlan& plan, uint64_t bytes) const;
   void inspector_loop();
@@ -297,7 +299,15 @@ class AsyncEngine {
   bool stop_ = false;
   std::thread inspector_;
   bool inspector_started_ = false;
-  bool inspector_sleeping_ = false;
+  bool inspector_sleeping_ = false;  // asleep without end: a submission wakes it
+  static constexpr int kInspectorLingerMs = 10;
+  uint32_t helping_ = 0;  // threads in help() driving transfers
+  // Fused operations whose data is all in, for the completer thread (or a
+  // thread in help()/poll(), which takes its own first).
+  std::deque<AsyncOp*> completions_;
+  std::thread completer_;
+  std::condition_variable completer_cv_;
+  bool completer_idle_ = false;
 
   std::mutex obs_mu_;
   std::atomic<bool> has_observer_{false};

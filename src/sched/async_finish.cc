@@ -174,7 +174,7 @@ void AsyncEngine::inspector_loop() {
                                      " ms" + (missing.empty() ? " waiting for data"
                                                               : "; rank(s) " + missing +
                                                                     " never submitted it")));
-          fused_ready_locked(o);
+          fused_ready_locked(o, false);
         } else if (queued && now >= at) {
           std::string missing = missing_ranks(o);
           o->set_error(timeout_error(o->label() + " timed out in the queue after " +
@@ -215,7 +215,9 @@ void AsyncEngine::inspector_loop() {
     // move bytes here (sleeping on the doorbell), in slices.
     ShmTransport* shm = engine_->shm();
     TransferHandle sig_wait;
-    if (shm != nullptr) {
+    // A thread in help() drives every ring already (shm->wait moves the
+    // bytes of all connections): do not compete with it for the cores.
+    if (shm != nullptr && helping_ == 0) {
       for (auto& kv : pending_) {
         AsyncOp* o = kv.second.get();
         if (!o->ready || o->confirmed) continue;
@@ -236,11 +238,21 @@ void AsyncEngine::inspector_loop() {
       continue;
     }
     // Only a sleep without end needs waking for a new operation: otherwise
-    // the next wake-up comes before any new operation's first deadline.
-    if (next == INT64_MAX) {
+    // the next wake-up comes before any new operation's first deadline. It
+    // starts after a short linger, so that a loop of operations that each
+    // complete before the next is submitted does not wake this thread (a
+    // context switch) at every submission; the linger also bounds how long
+    // a new operation waits for this thread to drive shared memory.
+    if (next == INT64_MAX && pending_.empty() && remembered_.empty()) {
+      if (inspect_cv_.wait_for(lock, std::chrono::milliseconds(kInspectorLingerMs),
+                               [this] { return stop_ || !pending_.empty() || !remembered_.empty(); })) {
+        continue;
+      }
       inspector_sleeping_ = true;
       inspect_cv_.wait(lock);
       inspector_sleeping_ = false;
+    } else if (next == INT64_MAX) {
+      inspect_cv_.wait_for(lock, std::chrono::milliseconds(kInspectorLingerMs));
     } else {
       inspect_cv_.wait_for(lock, std::chrono::nanoseconds(next - now + 1000000));
     }

@@ -2,6 +2,8 @@
 // A fused all_reduce sends everything at submission and is completed by
 // events (its receives completing, a signature mismatch, its deadline), not
 // by a thread that blocks for it.
+#include <algorithm>
+
 #include "base/log.h"
 #include "sched/async_engine.h"
 #include "sched/async_state.h"
@@ -37,7 +39,9 @@ void AsyncEngine::start_fused(AsyncOp* o, const std::shared_ptr<AsyncOp>& keep) 
   const Status early = check_signatures(o);
   std::lock_guard<std::mutex> lock(mu_);
   o->fused_state = AsyncOp::FusedState::kWaiting;
-  if (o->fused_ready || o->failed.load() || !early.is_ok()) fused_ready_locked(o);
+  if (o->fused_ready || o->failed.load() || !early.is_ok()) {
+    fused_ready_locked(o, o->fused_waiting.load() == 0 && !o->failed.load() && early.is_ok());
+  }
 }
 
 // A receive of a fused operation completed (data: one of its data
@@ -52,12 +56,17 @@ void AsyncEngine::fused_event(const std::weak_ptr<AsyncOp>& w, bool data) {
     return;
   }
   std::lock_guard<std::mutex> lock(mu_);
-  fused_ready_locked(o);
+  fused_ready_locked(o, data);
 }
 
 // The operation can complete now: give its partition to a thread in help()
-// for its request if there is one (no hand-off), else to the worker pool.
-void AsyncEngine::fused_ready_locked(AsyncOp* o) {
+// for its request if there is one (no hand-off). Else, when every data
+// receive is in (so is every signature frame: each peer sent its signature
+// before its data), completing never waits: the completer thread takes it,
+// and many operations made ready by one bundle cost it one wake-up, not a
+// worker each. Failures (a mismatch, a deadline, a lost peer) may wait in
+// finalize() and go to the worker pool.
+void AsyncEngine::fused_ready_locked(AsyncOp* o, bool data_complete) {
   o->fused_ready = true;
   if (o->fused_state != AsyncOp::FusedState::kWaiting) return;
   if (o->helpers > 0) {
@@ -65,7 +74,50 @@ void AsyncEngine::fused_ready_locked(AsyncOp* o) {
     return;
   }
   o->fused_state = AsyncOp::FusedState::kDispatched;
-  dispatch_locked(&o->parts[0]);
+  if (!data_complete || stop_) {
+    dispatch_locked(&o->parts[0]);
+    return;
+  }
+  completions_.push_back(o);
+  if (!completer_.joinable()) {
+    completer_ = std::thread([this] { completer_loop(); });
+  } else if (completer_idle_) {
+    completer_cv_.notify_one();
+  }
+}
+
+void AsyncEngine::completer_loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    if (!completions_.empty()) {
+      AsyncOp* o = completions_.front();
+      completions_.pop_front();
+      o->parts[0].state = AsyncPartition::State::kRunning;
+      o->fused_state = AsyncOp::FusedState::kRunning;
+      lock.unlock();
+      run_partition_task(&o->parts[0]);
+      lock.lock();
+      continue;
+    }
+    if (stop_) return;
+    completer_idle_ = true;
+    completer_cv_.wait(lock, [this] { return !completions_.empty() || stop_; });
+    completer_idle_ = false;
+  }
+}
+
+// Takes a completable fused operation off the completer's queue, `req`'s
+// if there, else the first (caller holds mu_); null if none.
+AsyncOp* AsyncEngine::take_completion_locked(const std::shared_ptr<AsyncRequest>& req) {
+  if (completions_.empty()) return nullptr;
+  auto it = std::find_if(completions_.begin(), completions_.end(),
+                         [&](AsyncOp* o) { return o->req == req; });
+  if (it == completions_.end()) it = completions_.begin();
+  AsyncOp* o = *it;
+  completions_.erase(it);
+  o->parts[0].state = AsyncPartition::State::kRunning;
+  o->fused_state = AsyncOp::FusedState::kRunning;
+  return o;
 }
 
 // The partition of a fused operation: every receive has completed (or the
@@ -95,17 +147,11 @@ void AsyncEngine::poll(const std::shared_ptr<AsyncRequest>& req) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     o = req->op_;
-    if (o == nullptr || !o->fused || o->fused_state != AsyncOp::FusedState::kDispatched) return;
-    // Dispatched but not taken by a worker yet: run it here.
-    bool found = false;
-    for (auto it = runnable_.begin(); it != runnable_.end(); ++it) {
-      if (*it == &o->parts[0]) {
-        runnable_.erase(it);
-        found = true;
-        break;
-      }
-    }
-    if (!found) return;
+    if (o == nullptr || !o->fused) return;
+    // Ready but not taken by the completer yet: complete it here.
+    auto it = std::find(completions_.begin(), completions_.end(), o);
+    if (it == completions_.end()) return;
+    completions_.erase(it);
     o->parts[0].state = AsyncPartition::State::kRunning;
     o->fused_state = AsyncOp::FusedState::kRunning;
   }

@@ -59,13 +59,16 @@ uint64_t Fuser::append(int peer, const FrameHeader& h, const void* payload) {
     if (b.empty() && b.capacity() < opts_.max_bytes) b.reserve(opts_.max_bytes);
     bundle_append(&b, h, payload);
     ++open_frames_[static_cast<size_t>(peer)];
+    last_append_ns_ = now_ns();
     if (b.size() >= opts_.max_bytes) send_locked(peer);
     if (oldest_ns_ == 0) {
       bool any = false;
       for (const auto& o : open_) any = any || !o.empty();
       if (any) {
-        oldest_ns_ = now_ns();
-        start_timer = true;
+        oldest_ns_ = last_append_ns_;
+        // A lingering timer ticks every cycle and will see it: only one
+        // asleep without end needs a wake-up (a context switch).
+        start_timer = !timer_.joinable() || timer_sleeping_;
       }
     }
     if (start_timer && !timer_.joinable() && !stop_) {
@@ -163,7 +166,16 @@ void Fuser::timer_loop() {
       }
     }
     if (oldest_ns_ == 0) {
+      // Nothing held. While frames came recently, tick once per cycle so
+      // that the next frame needs no wake-up; then sleep without end (an
+      // idle communicator costs no CPU).
+      if (now_ns() - last_append_ns_ < kLingerNs) {
+        timer_cv_.wait_for(lock, std::chrono::microseconds(std::max<int64_t>(opts_.cycle_us, 1)));
+        continue;
+      }
+      timer_sleeping_ = true;
       timer_cv_.wait(lock);
+      timer_sleeping_ = false;
       continue;
     }
     const int64_t due = oldest_ns_ + opts_.cycle_us * 1000;

@@ -13,9 +13,10 @@
 //
 // A bundle leaves when the next frame would take it past max_bytes, at the
 // next flush() (AsyncEngine flushes whenever a thread waits for or tests a
-// request), or cycle_us after its first frame was appended (a timer thread,
-// started on first use, asleep while nothing is pending), whichever comes
-// first. All methods are thread safe.
+// request), or cycle_us after its first frame was appended, whichever comes
+// first. The cycle is kept by a timer thread, started on first use: it
+// ticks once per cycle while frames came in the last 20 ms (so frames need
+// not wake it), and sleeps without end after that.
 #pragma once
 
 #include <condition_variable>
@@ -34,7 +35,7 @@ class Engine;
 
 struct FusionOptions {
   uint64_t max_bytes = 64 * 1024;  // of one bundle (frames and their headers)
-  int64_t cycle_us = 200;          // longest wait of a frame for others to join it
+  int64_t cycle_us = 1000;         // longest wait of a frame for others to join it
 };
 
 class Fuser {
@@ -84,6 +85,9 @@ class Fuser {
   std::vector<uint64_t> next_seq_;       // by peer: sequence of the next bundle
   std::vector<InFlight> in_flight_;
   int64_t oldest_ns_ = 0;  // when the oldest unsent frame was appended; 0: none
+  int64_t last_append_ns_ = 0;
+  bool timer_sleeping_ = false;  // asleep without end: the next append wakes it
+  static constexpr int64_t kLingerNs = 20 * 1000 * 1000;
   uint64_t tickets_ = 0;   // frames appended so far
   uint64_t flushed_through_ = 0;  // every frame up to this ticket has been sent
   Stats stats_;
