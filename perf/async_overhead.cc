@@ -91,7 +91,8 @@ int main(int argc, char** argv) {
       [&] { check(kf_all_reduce(comm, &x, &y, 1, KF_FLOAT64, KF_SUM), "all_reduce"); },
       [&] {
         kf_request_t r;
-        check(kf_iall_reduce(comm, "lat", &x, &y, 1, KF_FLOAT64, KF_SUM, nullptr, &r), "iall_reduce");
+        check(kf_iall_reduce(comm, "lat", &x, &y, 1, KF_FLOAT64, KF_SUM, nullptr, &r),
+              "iall_reduce");
         check(kf_request_wait(r), "wait");
         kf_request_free(r);
       });
@@ -104,12 +105,13 @@ int main(int argc, char** argv) {
   Pair bst = alternate(
       comm, batches, 20,
       [&] {
-        for (int j = 0; j < burst; ++j) check(kf_all_reduce(comm, &in[j], &out[j], 1, KF_FLOAT64, KF_SUM), "burst");
+        for (int j = 0; j < burst; ++j)
+          check(kf_all_reduce(comm, &in[j], &out[j], 1, KF_FLOAT64, KF_SUM), "burst");
       },
       [&] {
         for (int j = 0; j < burst; ++j) {
-          check(kf_iall_reduce(comm, names[j].c_str(), &in[j], &out[j], 1, KF_FLOAT64, KF_SUM, nullptr,
-                               &breqs[j]),
+          check(kf_iall_reduce(comm, names[j].c_str(), &in[j], &out[j], 1, KF_FLOAT64, KF_SUM,
+                               nullptr, &breqs[j]),
                 "iburst");
         }
         check(kf_request_wait_all(breqs.size(), breqs.data()), "wait_all");
@@ -125,7 +127,8 @@ int main(int argc, char** argv) {
   Pair step = alternate(
       comm, std::max(3, batches / 3), 2,
       [&] {
-        for (auto& b : bufs) check(kf_all_reduce(comm, b.data(), b.data(), count, KF_FLOAT32, KF_SUM), "step");
+        for (auto& b : bufs)
+          check(kf_all_reduce(comm, b.data(), b.data(), count, KF_FLOAT32, KF_SUM), "step");
       },
       [&] {
         for (int j = 0; j < k; ++j) {
@@ -142,8 +145,9 @@ int main(int argc, char** argv) {
                 lat.async, lat.async / lat.blocking);
     std::printf("burst of %d x 8 B all_reduce: blocking %.1f us, async %.1f us (x%.2f)\n", burst,
                 bst.blocking, bst.async, bst.async / bst.blocking);
-    std::printf("step of %d x %zu B all_reduce: blocking %.0f us, async %.0f us (%+.1f%%)\n", k, bytes,
-                step.blocking, step.async, 100.0 * (step.async - step.blocking) / step.blocking);
+    std::printf("step of %d x %zu B all_reduce: blocking %.0f us, async %.0f us (%+.1f%%)\n", k,
+                bytes, step.blocking, step.async,
+                100.0 * (step.async - step.blocking) / step.blocking);
   }
   kf_comm_destroy(comm);
   return 0;

@@ -61,12 +61,16 @@ void AsyncRequest::finish(const Status& st) {
 // ---- construction ---------------------------------------------------------
 
 AsyncEngine::AsyncEngine(Engine* engine, const AlgoOptions& algo, int64_t timeout_ms)
-    : engine_(engine), algo_(algo), timeout_ms_(timeout_ms),
-      stall_warn_ms_(knob_int(Knob::KF_STALL_WARN_MS)), rank_(engine->rank()),
+    : engine_(engine),
+      algo_(algo),
+      timeout_ms_(timeout_ms),
+      stall_warn_ms_(knob_int(Knob::KF_STALL_WARN_MS)),
+      rank_(engine->rank()),
       size_(engine->size()),
       partition_bytes_(knob_bytes(Knob::KF_PARTITION_BYTES, 4 << 20)),
       credit_bytes_(knob_bytes(Knob::KF_CREDIT_BYTES, 1 << 20)),
-      fusion_threshold_(static_cast<uint64_t>(std::max<int64_t>(0, knob_int(Knob::KF_FUSION_THRESHOLD_BYTES)))) {
+      fusion_threshold_(
+          static_cast<uint64_t>(std::max<int64_t>(0, knob_int(Knob::KF_FUSION_THRESHOLD_BYTES)))) {
   if (fusion_threshold_ > 0 && size_ > 1) {
     FusionOptions fo;
     fo.max_bytes = knob_bytes(Knob::KF_FUSION_BUNDLE_BYTES, fo.max_bytes);
@@ -223,7 +227,8 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
     for (int r = 0; r < size_; ++r) {
       if (r == rank_) continue;
       o->sig_in[r].resize(kSigRecordBytes);
-      TransferHandle t = o->ctl_recv->irecv(r, Tag{0, kSigStep}, o->sig_in[r].data(), kSigRecordBytes);
+      TransferHandle t =
+          o->ctl_recv->irecv(r, Tag{0, kSigStep}, o->sig_in[r].data(), kSigRecordBytes);
       // check_signatures() may already run on a transport thread (fused).
       std::lock_guard<std::mutex> op_lock(o->mu);
       o->sig_recv[r] = std::move(t);
@@ -615,7 +620,8 @@ void AsyncEngine::run_partition_task(AsyncPartition* p) {
   Status st;
   if (o->fused) {
     st = run_fused(o);  // its start was at submission
-  } else if (emit(AsyncEvent::Type::kStart, *o, p->index, p->bytes, Status::ok()), o->failed.load()) {
+  } else if (emit(AsyncEvent::Type::kStart, *o, p->index, p->bytes, Status::ok()),
+             o->failed.load()) {
     st = o->first_error();
   } else {
     OpPeers peers(engine_, o->spec.name, o->name_hash, (o->seq << kPartitionBits) | p->index,

@@ -170,10 +170,10 @@ void AsyncEngine::inspector_loop() {
         bool queued = o->queued > 0 || waiting_fused;
         if (waiting_fused && now >= at) {
           std::string missing = missing_ranks(o);
-          o->set_error(timeout_error(o->label() + " timed out after " + std::to_string(timeout_ms_) +
-                                     " ms" + (missing.empty() ? " waiting for data"
-                                                              : "; rank(s) " + missing +
-                                                                    " never submitted it")));
+          o->set_error(
+              timeout_error(o->label() + " timed out after " + std::to_string(timeout_ms_) + " ms" +
+                            (missing.empty() ? " waiting for data"
+                                             : "; rank(s) " + missing + " never submitted it")));
           fused_ready_locked(o, false);
         } else if (queued && now >= at) {
           std::string missing = missing_ranks(o);
@@ -244,8 +244,9 @@ void AsyncEngine::inspector_loop() {
     // context switch) at every submission; the linger also bounds how long
     // a new operation waits for this thread to drive shared memory.
     if (next == INT64_MAX && pending_.empty() && remembered_.empty()) {
-      if (inspect_cv_.wait_for(lock, std::chrono::milliseconds(kInspectorLingerMs),
-                               [this] { return stop_ || !pending_.empty() || !remembered_.empty(); })) {
+      if (inspect_cv_.wait_for(lock, std::chrono::milliseconds(kInspectorLingerMs), [this] {
+            return stop_ || !pending_.empty() || !remembered_.empty();
+          })) {
         continue;
       }
       inspector_sleeping_ = true;

@@ -24,8 +24,7 @@ uint32_t OpSignature::digest() const {
 }
 
 Engine::Engine(const EngineOptions& opts)
-    : opts_(opts),
-      mailbox_(static_cast<size_t>(knob_int(Knob::KF_UNEXPECTED_BYTES)), [this] {
+    : opts_(opts), mailbox_(static_cast<size_t>(knob_int(Knob::KF_UNEXPECTED_BYTES)), [this] {
         if (TcpTransport* t = tcp()) t->retry_paused();
       }) {}
 

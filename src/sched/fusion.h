@@ -88,7 +88,7 @@ class Fuser {
   int64_t last_append_ns_ = 0;
   bool timer_sleeping_ = false;  // asleep without end: the next append wakes it
   static constexpr int64_t kLingerNs = 20 * 1000 * 1000;
-  uint64_t tickets_ = 0;   // frames appended so far
+  uint64_t tickets_ = 0;          // frames appended so far
   uint64_t flushed_through_ = 0;  // every frame up to this ticket has been sent
   Stats stats_;
   bool stop_ = false;

@@ -1,9 +1,9 @@
 #include "sched/op_peers.h"
 
+#include <algorithm>
+
 #include "sched/engine.h"
 #include "sched/fusion.h"
-
-#include <algorithm>
 
 namespace kf {
 

@@ -1,13 +1,12 @@
 #include "transport/mailbox.h"
 
+#include <cstring>
 #include <new>
+#include <string>
+#include <vector>
 
 #include "base/log.h"
 #include "transport/bundle.h"
-
-#include <cstring>
-#include <string>
-#include <vector>
 
 namespace kf {
 namespace {
@@ -134,11 +133,11 @@ Mailbox::Incoming Mailbox::begin_bundle(int src, const FrameHeader& h) {
 Status Mailbox::finish_bundle(const Stash& b) {
   const int src = b.key.peer;
   Status delivered;
-  Status st = bundle_for_each(b.data.get(), b.len, b.epoch,
-                              [&](const FrameHeader& h, const char* payload) {
-                                Status d = deliver(src, h, payload);
-                                if (delivered.is_ok()) delivered = d;
-                              });
+  Status st =
+      bundle_for_each(b.data.get(), b.len, b.epoch, [&](const FrameHeader& h, const char* payload) {
+        Status d = deliver(src, h, payload);
+        if (delivered.is_ok()) delivered = d;
+      });
   {
     std::lock_guard<std::mutex> lock(mu_);
     unexpected_bytes_ -= b.len;

@@ -103,7 +103,7 @@ class Mailbox {
   std::unordered_map<MessageKey, TransferHandle, MessageKeyHash> posted_;
   std::unordered_map<MessageKey, std::shared_ptr<Stash>, MessageKeyHash> unexpected_;
   size_t unexpected_bytes_ = 0;
-  bool blocked_ = false;  // a begin() said blocked since on_space_ last ran
+  bool blocked_ = false;                      // a begin() said blocked since on_space_ last ran
   std::unordered_map<int, Status> departed_;  // peer -> why its receives fail
   std::vector<int> indirect_;
   std::atomic<uint32_t> recv_spin_us_{0};

@@ -35,7 +35,9 @@ struct OpCase {
   std::atomic<int> callback_status{-1};
 };
 
-size_t dsize(kf_dtype_t t) { return t == KF_INT64 || t == KF_FLOAT64 ? 8 : t == KF_UINT8 ? 1 : 4; }
+size_t dsize(kf_dtype_t t) {
+  return t == KF_INT64 || t == KF_FLOAT64 ? 8 : t == KF_UINT8 ? 1 : 4;
+}
 
 // Small values whose sums, maxima and minima are exact in every dtype used.
 int64_t value(int rank, size_t j, size_t i) {
@@ -44,21 +46,36 @@ int64_t value(int rank, size_t j, size_t i) {
 
 void put(kf_dtype_t t, void* b, size_t i, int64_t v) {
   switch (t) {
-    case KF_INT32: static_cast<int32_t*>(b)[i] = static_cast<int32_t>(v); break;
-    case KF_INT64: static_cast<int64_t*>(b)[i] = v; break;
-    case KF_UINT8: static_cast<uint8_t*>(b)[i] = static_cast<uint8_t>(v); break;
-    case KF_FLOAT32: static_cast<float*>(b)[i] = static_cast<float>(v); break;
-    default: static_cast<double*>(b)[i] = static_cast<double>(v); break;
+    case KF_INT32:
+      static_cast<int32_t*>(b)[i] = static_cast<int32_t>(v);
+      break;
+    case KF_INT64:
+      static_cast<int64_t*>(b)[i] = v;
+      break;
+    case KF_UINT8:
+      static_cast<uint8_t*>(b)[i] = static_cast<uint8_t>(v);
+      break;
+    case KF_FLOAT32:
+      static_cast<float*>(b)[i] = static_cast<float>(v);
+      break;
+    default:
+      static_cast<double*>(b)[i] = static_cast<double>(v);
+      break;
   }
 }
 
 int64_t take(kf_dtype_t t, const void* b, size_t i) {
   switch (t) {
-    case KF_INT32: return static_cast<const int32_t*>(b)[i];
-    case KF_INT64: return static_cast<const int64_t*>(b)[i];
-    case KF_UINT8: return static_cast<const uint8_t*>(b)[i];
-    case KF_FLOAT32: return static_cast<int64_t>(static_cast<const float*>(b)[i]);
-    default: return static_cast<int64_t>(static_cast<const double*>(b)[i]);
+    case KF_INT32:
+      return static_cast<const int32_t*>(b)[i];
+    case KF_INT64:
+      return static_cast<const int64_t*>(b)[i];
+    case KF_UINT8:
+      return static_cast<const uint8_t*>(b)[i];
+    case KF_FLOAT32:
+      return static_cast<int64_t>(static_cast<const float*>(b)[i]);
+    default:
+      return static_cast<int64_t>(static_cast<const double*>(b)[i]);
   }
 }
 
@@ -73,7 +90,9 @@ int64_t expected(const OpCase& c, int n, size_t j, size_t i) {
     int64_t w = static_cast<uint8_t>(value(0, j, i));
     for (int r = 1; r < n; ++r) {
       const int64_t v = static_cast<uint8_t>(value(r, j, i));
-      w = c.op == KF_SUM ? static_cast<uint8_t>(w + v) : c.op == KF_MAX ? std::max(w, v) : std::min(w, v);
+      w = c.op == KF_SUM   ? static_cast<uint8_t>(w + v)
+          : c.op == KF_MAX ? std::max(w, v)
+                           : std::min(w, v);
     }
     return w;
   }
@@ -84,7 +103,9 @@ void on_done(kf_request_t, kf_status_t st, void* user) {
   static_cast<OpCase*>(user)->callback_status.store(static_cast<int>(st));
 }
 
-kf::Fuser::Stats stats(kf_comm_t comm) { return comm->impl->async().fusion_stats(); }
+kf::Fuser::Stats stats(kf_comm_t comm) {
+  return comm->impl->async().fusion_stats();
+}
 
 int run_mixed(kf_comm_t comm, int rank, int n) {
   const kf_dtype_t dtypes[] = {KF_INT32, KF_INT64, KF_UINT8, KF_FLOAT32, KF_FLOAT64};
@@ -123,7 +144,8 @@ int run_mixed(kf_comm_t comm, int rank, int n) {
       kf_status_t st = kf_iall_reduce(comm, c.name.c_str(), c.send.data(), recv, c.count, c.dtype,
                                       c.op, &o, by_callback ? nullptr : &c.req);
       if (st != KF_SUCCESS) {
-        std::printf("FAIL rank %d: submit %s: %s\n", rank, c.name.c_str(), kf_comm_last_error(comm));
+        std::printf("FAIL rank %d: submit %s: %s\n", rank, c.name.c_str(),
+                    kf_comm_last_error(comm));
         ++fails;
       }
     }
@@ -154,7 +176,8 @@ int run_mixed(kf_comm_t comm, int rank, int n) {
   }
   for (size_t j = 0; j < kOps; ++j) {
     if (j % 4 != 1) continue;
-    while (cases[j].callback_status.load() < 0) std::this_thread::yield();  // ctest's timeout bounds this
+    while (cases[j].callback_status.load() < 0)
+      std::this_thread::yield();  // ctest's timeout bounds this
     if (cases[j].callback_status.load() != KF_SUCCESS) {
       std::printf("FAIL rank %d: callback of %s: %s\n", rank, cases[j].name.c_str(),
                   kf_status_string(static_cast<kf_status_t>(cases[j].callback_status.load())));
@@ -201,8 +224,8 @@ int run_count_bundles(kf_comm_t comm, int rank, int n) {
   for (int j = 0; j < kOps; ++j) {
     in[j] = rank + j;
     std::string name = "tiny." + std::to_string(j);
-    if (kf_iall_reduce(comm, name.c_str(), &in[j], &out[j], 1, KF_INT32, KF_SUM, nullptr, &reqs[j]) !=
-        KF_SUCCESS) {
+    if (kf_iall_reduce(comm, name.c_str(), &in[j], &out[j], 1, KF_INT32, KF_SUM, nullptr,
+                       &reqs[j]) != KF_SUCCESS) {
       std::printf("FAIL rank %d: submit: %s\n", rank, kf_comm_last_error(comm));
       return 1;
     }
@@ -226,10 +249,12 @@ int run_count_bundles(kf_comm_t comm, int rank, int n) {
   const bool exact = queued.bundles == before.bundles && bundles == static_cast<uint64_t>(n - 1) &&
                      frames == static_cast<uint64_t>(2 * kOps * (n - 1));
   if (!exact) ++fails;
-  std::printf("%s rank %d: %d tiny all_reduces: %llu frames in %llu bundles (want %d in %d), %llu sent before the wait\n",
-              fails == 0 ? "PASS" : "FAIL", rank, kOps, static_cast<unsigned long long>(frames),
-              static_cast<unsigned long long>(bundles), 2 * kOps * (n - 1), n - 1,
-              static_cast<unsigned long long>(queued.bundles - before.bundles));
+  std::printf(
+      "%s rank %d: %d tiny all_reduces: %llu frames in %llu bundles (want %d in %d), %llu sent "
+      "before the wait\n",
+      fails == 0 ? "PASS" : "FAIL", rank, kOps, static_cast<unsigned long long>(frames),
+      static_cast<unsigned long long>(bundles), 2 * kOps * (n - 1), n - 1,
+      static_cast<unsigned long long>(queued.bundles - before.bundles));
   return fails;
 }
 

@@ -46,7 +46,8 @@ int main() {
   expect("m.kind", r, st, "kind");
   // Fused here (small), not fused on the odd rank (large): the odd rank's
   // signature frame ends the fused operation, which waits for data never sent.
-  st = kf_iall_reduce(comm, "m.fuse", a.data(), b.data(), me ? 4096 : 10, KF_INT32, KF_SUM, nullptr, &r);
+  st = kf_iall_reduce(comm, "m.fuse", a.data(), b.data(), me ? 4096 : 10, KF_INT32, KF_SUM, nullptr,
+                      &r);
   expect("m.fuse", r, st, "count");
   // Large and partitioned: the difference is found while partitions run.
   kf_op_options_t o = KF_OP_OPTIONS_INITIALIZER;
