@@ -75,6 +75,7 @@ AsyncEngine::AsyncEngine(Engine* engine, const AlgoOptions& algo, int64_t timeou
     FusionOptions fo;
     fo.max_bytes = knob_bytes(Knob::KF_FUSION_BUNDLE_BYTES, fo.max_bytes);
     fo.cycle_us = std::max<int64_t>(0, knob_int(Knob::KF_FUSION_CYCLE_US));
+    fo.undriven = [this] { return fused_waiting_ops_.load() > 0 && helping_.load() == 0; };
     fuser_.reset(new Fuser(engine, fo));
   }
 }
@@ -529,6 +530,13 @@ bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req) {
       }
     }
     AsyncOp* own = req->op_;
+    // Another thread waiting for the same request may complete and free
+    // the operation while this one drives its data: hold it.
+    std::shared_ptr<AsyncOp> hold;
+    if (own != nullptr) {
+      auto it = pending_.find({own->name_hash, own->seq});
+      if (it != pending_.end()) hold = it->second;
+    }
     if (mine == nullptr) {
       // A fused operation ready to complete (never waits): ours first.
       AsyncOp* done = take_completion_locked(req);
@@ -551,7 +559,7 @@ bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req) {
         ++own->helpers;
         ++helping_;
         lock.unlock();
-        if (t) wait_transfer(t, Deadline::after_ms(std::min(20, own->deadline.remaining_ms())));
+        if (t) wait_transfer(t, Deadline::after_ms(std::min(20, std::max(1, own->deadline.remaining_ms()))));
         lock.lock();
         --helping_;
         --own->helpers;

@@ -301,7 +301,10 @@ class AsyncEngine {
   bool inspector_started_ = false;
   bool inspector_sleeping_ = false;  // asleep without end: a submission wakes it
   static constexpr int kInspectorLingerMs = 10;
-  uint32_t helping_ = 0;  // threads in help() driving transfers
+  // Threads in help() driving transfers (written under mu_, read by the
+  // fuser's timer without it).
+  std::atomic<uint32_t> helping_{0};
+  std::atomic<int32_t> fused_waiting_ops_{0};  // fused operations in state kWaiting
   // Fused operations whose data is all in, for the completer thread (or a
   // thread in help()/poll(), which takes its own first).
   std::deque<AsyncOp*> completions_;

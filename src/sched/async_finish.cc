@@ -217,7 +217,10 @@ void AsyncEngine::inspector_loop() {
     TransferHandle sig_wait;
     // A thread in help() drives every ring already (shm->wait moves the
     // bytes of all connections): do not compete with it for the cores.
-    if (shm != nullptr && helping_ == 0) {
+    if (shm != nullptr && helping_.load() > 0) {
+      // Skipped for a helper, which may stop at any time: look again soon.
+      next = std::min(next, now + 20 * 1000000);
+    } else if (shm != nullptr) {
       for (auto& kv : pending_) {
         AsyncOp* o = kv.second.get();
         if (!o->ready || o->confirmed) continue;

@@ -39,6 +39,7 @@ void AsyncEngine::start_fused(AsyncOp* o, const std::shared_ptr<AsyncOp>& keep) 
   const Status early = check_signatures(o);
   std::lock_guard<std::mutex> lock(mu_);
   o->fused_state = AsyncOp::FusedState::kWaiting;
+  fused_waiting_ops_.fetch_add(1);
   if (o->fused_ready || o->failed.load() || !early.is_ok()) {
     fused_ready_locked(o, o->fused_waiting.load() == 0 && !o->failed.load() && early.is_ok());
   }
@@ -47,6 +48,9 @@ void AsyncEngine::start_fused(AsyncOp* o, const std::shared_ptr<AsyncOp>& keep) 
 // A receive of a fused operation completed (data: one of its data
 // receives; else a signature frame, which only matters if it differs).
 void AsyncEngine::fused_event(const std::weak_ptr<AsyncOp>& w, bool data) {
+  // `op` may be the last reference: ~AsyncOp then runs here, on a transport
+  // thread, perhaps under the mailbox's lock. It must never call into the
+  // mailbox or a transport (it does not: its transfers are all complete).
   std::shared_ptr<AsyncOp> op = w.lock();
   if (!op) return;
   AsyncOp* o = op.get();
@@ -69,6 +73,7 @@ void AsyncEngine::fused_event(const std::weak_ptr<AsyncOp>& w, bool data) {
 void AsyncEngine::fused_ready_locked(AsyncOp* o, bool data_complete) {
   o->fused_ready = true;
   if (o->fused_state != AsyncOp::FusedState::kWaiting) return;
+  fused_waiting_ops_.fetch_sub(1);
   if (o->helpers > 0) {
     o->fused_state = AsyncOp::FusedState::kHanded;
     return;

@@ -53,9 +53,10 @@ uint64_t Fuser::append(int peer, const FrameHeader& h, const void* payload) {
   uint64_t ticket;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    ticket = ++tickets_;
     std::vector<char>& b = open_[static_cast<size_t>(peer)];
     if (!b.empty() && b.size() + need > opts_.max_bytes) send_locked(peer);
+    // The ticket after that send: it must not count this frame as sent.
+    ticket = ++tickets_;
     if (b.empty() && b.capacity() < opts_.max_bytes) b.reserve(opts_.max_bytes);
     bundle_append(&b, h, payload);
     ++open_frames_[static_cast<size_t>(peer)];
@@ -121,8 +122,10 @@ void Fuser::send_locked(int peer) {
   f.bytes->swap(open_[static_cast<size_t>(peer)]);
   const uint64_t seq = next_seq_[static_cast<size_t>(peer)]++;
   static const uint64_t name_hash = hash_name(kBundleName, sizeof(kBundleName) - 1);
+  // Bounded even when operations have no timeout: ~Fuser waits on it.
+  const int64_t timeout = engine_->timeout_ms();
   f.peers.reset(new OpPeers(engine_, kBundleName, name_hash, seq, 0,
-                            Deadline::after_ms(engine_->timeout_ms())));
+                            Deadline::after_ms(timeout < 0 ? kTeardownMs : timeout)));
   f.send = f.peers->isend(peer, Tag{0, kBundleStep}, f.bytes->data(), f.bytes->size());
   stats_.bundles += 1;
   stats_.frames += open_frames_[static_cast<size_t>(peer)];
@@ -166,6 +169,17 @@ void Fuser::timer_loop() {
       }
     }
     if (oldest_ns_ == 0) {
+      // Fused operations wait for data that shared memory delivers only
+      // to a thread that drives the rings, and no thread waits for them
+      // (completion by callback): drive them once per cycle.
+      ShmTransport* shm = engine_->shm();
+      if (shm != nullptr && opts_.undriven && opts_.undriven()) {
+        lock.unlock();
+        shm->progress();
+        lock.lock();
+        timer_cv_.wait_for(lock, std::chrono::microseconds(std::max<int64_t>(opts_.cycle_us, 1)));
+        continue;
+      }
       // Nothing held. While frames came recently, tick once per cycle so
       // that the next frame needs no wake-up; then sleep without end (an
       // idle communicator costs no CPU).

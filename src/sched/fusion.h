@@ -21,6 +21,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -36,6 +37,10 @@ class Engine;
 struct FusionOptions {
   uint64_t max_bytes = 64 * 1024;  // of one bundle (frames and their headers)
   int64_t cycle_us = 1000;         // longest wait of a frame for others to join it
+  // True while fused operations wait for data and no thread drives the
+  // shared-memory rings for them: the timer then drives them every cycle.
+  // Called by the timer thread without the fuser's lock.
+  std::function<bool()> undriven;
 };
 
 class Fuser {
@@ -88,6 +93,7 @@ class Fuser {
   int64_t last_append_ns_ = 0;
   bool timer_sleeping_ = false;  // asleep without end: the next append wakes it
   static constexpr int64_t kLingerNs = 20 * 1000 * 1000;
+  static constexpr int64_t kTeardownMs = 10000;
   uint64_t tickets_ = 0;          // frames appended so far
   uint64_t flushed_through_ = 0;  // every frame up to this ticket has been sent
   Stats stats_;
