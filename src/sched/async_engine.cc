@@ -559,7 +559,9 @@ bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req) {
         ++own->helpers;
         ++helping_;
         lock.unlock();
-        if (t) wait_transfer(t, Deadline::after_ms(std::min(20, std::max(1, own->deadline.remaining_ms()))));
+        if (t)
+          wait_transfer(
+              t, Deadline::after_ms(std::min(20, std::max(1, own->deadline.remaining_ms()))));
         lock.lock();
         --helping_;
         --own->helpers;

@@ -242,14 +242,17 @@ int run_callbacks_only(kf_comm_t comm, int rank, int n) {
   int fails = 0;
   for (int j = 0; j < kOps; ++j) {
     // Sleeps, so this thread moves nothing itself; ctest's timeout bounds it.
-    while (cases[j].callback_status.load() < 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    while (cases[j].callback_status.load() < 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     if (cases[j].callback_status.load() != KF_SUCCESS) ++fails;
     for (size_t i = 0; i < cases[j].count && fails == 0; ++i) {
-      if (take(KF_INT64, cases[j].recv.data(), i) != expected(cases[j], n, static_cast<size_t>(j), i)) ++fails;
+      if (take(KF_INT64, cases[j].recv.data(), i) !=
+          expected(cases[j], n, static_cast<size_t>(j), i))
+        ++fails;
     }
   }
-  std::printf("%s rank %d: %d operations completed by callbacks alone\n", fails == 0 ? "PASS" : "FAIL",
-              rank, kOps);
+  std::printf("%s rank %d: %d operations completed by callbacks alone\n",
+              fails == 0 ? "PASS" : "FAIL", rank, kOps);
   return fails;
 }
 
@@ -328,9 +331,10 @@ int main(int argc, char** argv) {
   }
   int rank = 0, n = 1;
   kf_comm_t comm = kfmp::init_or_die("mp_async_fusion", &rank, &n);
-  int fails = mode == "--count-bundles"     ? run_count_bundles(comm, rank, n)
-              : mode == "--fusion-off-last" ? run_fusion_off_last(comm, rank)
-                                            : run_mixed(comm, rank, n) + run_callbacks_only(comm, rank, n);
+  int fails = mode == "--count-bundles" ? run_count_bundles(comm, rank, n)
+              : mode == "--fusion-off-last"
+                  ? run_fusion_off_last(comm, rank)
+                  : run_mixed(comm, rank, n) + run_callbacks_only(comm, rank, n);
   kf_comm_destroy(comm);
   return fails == 0 ? 0 : 1;
 }
