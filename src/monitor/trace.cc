@@ -36,15 +36,25 @@ std::string head(const std::string& name, const char* ph, double ts, int rank) {
 
 }  // namespace
 
-std::string Tracer::path_for(const std::string& prefix, int rank) {
-  return prefix + ".rank" + std::to_string(rank) + ".json";
+std::string Tracer::path_for(const std::string& prefix, int rank, const std::string& comm_name) {
+  std::string middle;
+  if (comm_name != "world") {
+    middle = "." + comm_name;
+    for (size_t i = 1; i < middle.size(); ++i) {
+      const char c = middle[i];
+      const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                         c == '-' || c == '_';
+      if (!plain) middle[i] = '_';
+    }
+  }
+  return prefix + middle + ".rank" + std::to_string(rank) + ".json";
 }
 
-std::unique_ptr<Tracer> Tracer::from_env(int rank) {
+std::unique_ptr<Tracer> Tracer::from_env(int rank, const std::string& comm_name) {
   const std::string prefix = knob_string(Knob::KF_TIMELINE);
   if (prefix.empty()) return nullptr;
   TraceOptions o;
-  o.path = path_for(prefix, rank);
+  o.path = path_for(prefix, rank, comm_name);
   o.rank = rank;
   const int64_t events = knob_int(Knob::KF_TIMELINE_MAX_EVENTS);
   const int64_t bytes = knob_int(Knob::KF_TIMELINE_MAX_BYTES);

@@ -3,6 +3,7 @@
 // end), finish, with the operation's name, priority and bytes.
 //
 // Enabled by KF_TIMELINE=/path/prefix, which writes /path/prefix.rank<N>.json
+// (prefix.<communicator>.rank<N>.json for split communicators)
 // when the tracer is closed (communicator destroyed). The file is bounded:
 // after KF_TIMELINE_MAX_EVENTS events or KF_TIMELINE_MAX_BYTES bytes of JSON,
 // later events are dropped and counted; the count is written into the file
@@ -40,9 +41,14 @@ struct TraceOptions {
 class Tracer {
  public:
   // The tracer the knobs ask for: null when KF_TIMELINE is unset or empty.
-  static std::unique_ptr<Tracer> from_env(int rank);
-  // The file name KF_TIMELINE=prefix gives rank `rank`: prefix.rank<N>.json.
-  static std::string path_for(const std::string& prefix, int rank);
+  static std::unique_ptr<Tracer> from_env(int rank, const std::string& comm_name = "world");
+  // The file name KF_TIMELINE=prefix gives rank `rank` of communicator
+  // `comm_name`: prefix.rank<N>.json for the world communicator, and
+  // prefix.<name>.rank<N>.json for others (a split child's rank numbers
+  // would otherwise collide with the world's files), with every character
+  // of the name other than letters, digits, '-' and '_' written as '_'.
+  static std::string path_for(const std::string& prefix, int rank,
+                              const std::string& comm_name = "world");
 
   explicit Tracer(TraceOptions opts);
   // Writes the file if close() has not (errors are logged, not thrown).

@@ -40,6 +40,13 @@ Json parse_file(const std::string& path, std::string* text = nullptr) {
 
 TEST(Trace, PathForRank) {
   EXPECT_EQ(kf::Tracer::path_for("/tmp/x", 3), "/tmp/x.rank3.json");
+  EXPECT_EQ(kf::Tracer::path_for("/tmp/x", 3, "world"), "/tmp/x.rank3.json");
+  // A split child's ranks must not overwrite the world's files; its name
+  // ("parent/label<color>") becomes one path component.
+  EXPECT_EQ(kf::Tracer::path_for("/tmp/x", 1, "world/host0"), "/tmp/x.world_host0.rank1.json");
+  EXPECT_EQ(kf::Tracer::path_for("/tmp/x", 0, "world/split-1/cross2"),
+            "/tmp/x.world_split-1_cross2.rank0.json");
+  EXPECT_EQ(kf::Tracer::path_for("t", 0, "a b.c"), "t.a_b_c.rank0.json");
 }
 
 TEST(Trace, OffWhenKnobUnset) {
