@@ -42,8 +42,8 @@ std::string Tracer::path_for(const std::string& prefix, int rank, const std::str
     middle = "." + comm_name;
     for (size_t i = 1; i < middle.size(); ++i) {
       const char c = middle[i];
-      const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                         c == '-' || c == '_';
+      const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                         (c >= '0' && c <= '9') || c == '-' || c == '_';
       if (!plain) middle[i] = '_';
     }
   }

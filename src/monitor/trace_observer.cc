@@ -24,7 +24,8 @@ class CommTimeline : public CommObserver {
 }  // namespace
 
 std::unique_ptr<CommObserver> comm_timeline(Communicator* comm) {
-  std::unique_ptr<AsyncTimeline> timeline = AsyncTimeline::attach(&comm->async(), comm->rank(), comm->name());
+  std::unique_ptr<AsyncTimeline> timeline =
+      AsyncTimeline::attach(&comm->async(), comm->rank(), comm->name());
   if (!timeline) return nullptr;
   return std::make_unique<CommTimeline>(std::move(timeline));
 }

@@ -51,7 +51,7 @@ class AsyncTimeline {
  public:
   // Null when KF_TIMELINE is unset; else installs itself as the observer.
   static std::unique_ptr<AsyncTimeline> attach(AsyncEngine* engine, int rank,
-                                                const std::string& comm_name = "world") {
+                                               const std::string& comm_name = "world") {
     std::unique_ptr<Tracer> tracer = Tracer::from_env(rank, comm_name);
     if (!tracer || !engine) return nullptr;
     return std::unique_ptr<AsyncTimeline>(
