@@ -10,24 +10,26 @@ namespace {
 Status validate(const char* bundle, size_t len, uint32_t epoch, size_t* count) {
   size_t at = 0, n = 0;
   while (at < len) {
-    const std::string where =
-        "bundle frame " + std::to_string(n) + " at byte " + std::to_string(at);
-    if (len - at < kFrameHeaderBytes) return remote_error(where + ": truncated header");
+    // Built only for an error: this runs for every frame received.
+    auto bad = [&](const std::string& what) {
+      return remote_error("bundle frame " + std::to_string(n) + " at byte " + std::to_string(at) +
+                          ": " + what);
+    };
+    if (len - at < kFrameHeaderBytes) return bad("truncated header");
     FrameHeader h;
     Status st = decode_frame_header(reinterpret_cast<const uint8_t*>(bundle + at), &h);
-    if (!st.is_ok()) return remote_error(where + ": " + st.message());
-    if (h.type != FrameType::kData) return remote_error(where + ": not a data frame");
-    if (h.step == kBundleStep) return remote_error(where + ": a bundle inside a bundle");
+    if (!st.is_ok()) return bad(st.message());
+    if (h.type != FrameType::kData) return bad("not a data frame");
+    if (h.step == kBundleStep) return bad("a bundle inside a bundle");
     if (h.epoch != epoch) {
-      return remote_error(where + ": epoch " + std::to_string(h.epoch) +
-                          " inside a bundle of epoch " + std::to_string(epoch));
+      return bad("epoch " + std::to_string(h.epoch) + " inside a bundle of epoch " +
+                 std::to_string(epoch));
     }
-    at += kFrameHeaderBytes;
-    if (h.length > len - at) {
-      return remote_error(where + ": payload of " + std::to_string(h.length) +
-                          " bytes runs past the end of the bundle");
+    if (h.length > len - at - kFrameHeaderBytes) {
+      return bad("payload of " + std::to_string(h.length) +
+                 " bytes runs past the end of the bundle");
     }
-    at += static_cast<size_t>(h.length);
+    at += kFrameHeaderBytes + static_cast<size_t>(h.length);
     ++n;
   }
   *count = n;

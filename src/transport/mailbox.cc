@@ -47,21 +47,37 @@ Mailbox::Mailbox(size_t limit_bytes, std::function<void()> on_space)
 
 Status Mailbox::new_stash_locked(const MessageKey& key, const FrameHeader& h,
                                  std::shared_ptr<Stash>* out) {
+  const bool bundle = h.step == kBundleStep;
   auto s = std::make_shared<Stash>();
   s->key = key;
   s->signature = h.signature;
   s->len = h.length;
+  s->bundle = bundle;
+  s->epoch = h.epoch;
   // No exception may escape a progress thread: a frame announcing more than
   // we can allocate fails the connection instead.
   s->data.reset(new (std::nothrow) char[h.length > 0 ? h.length : 1]);
   if (!s->data) {
-    return remote_error("cannot buffer an early message of " + std::to_string(h.length) +
-                        " bytes from rank " + std::to_string(key.peer) + ": out of memory");
+    return remote_error(std::string("cannot buffer ") + (bundle ? "a bundle" : "an early message") +
+                        " of " + std::to_string(h.length) + " bytes from rank " +
+                        std::to_string(key.peer) + ": out of memory");
   }
   unexpected_bytes_ += h.length;
-  unexpected_[key] = s;
+  if (!bundle) unexpected_[key] = s;  // a bundle is unpacked by finish(), never matched
   *out = std::move(s);
   return Status::ok();
+}
+
+bool Mailbox::full_locked(uint64_t len) {
+  if (unexpected_bytes_ == 0 || unexpected_bytes_ + len <= limit_bytes_) return false;
+  blocked_ = true;
+  return true;
+}
+
+bool Mailbox::take_blocked_locked() {
+  const bool was = blocked_;
+  blocked_ = false;
+  return was;
 }
 
 Mailbox::Incoming Mailbox::begin(int src, const FrameHeader& h) {
@@ -93,9 +109,8 @@ Mailbox::Incoming Mailbox::begin(int src, const FrameHeader& h) {
     in.discard = true;
     return in;
   }
-  if (unexpected_bytes_ > 0 && unexpected_bytes_ + h.length > limit_bytes_) {
+  if (full_locked(h.length)) {
     in.blocked = true;
-    blocked_ = true;
     return in;
   }
   in.error = new_stash_locked(key, h, &in.stash);
@@ -109,24 +124,11 @@ Mailbox::Incoming Mailbox::begin(int src, const FrameHeader& h) {
 Mailbox::Incoming Mailbox::begin_bundle(int src, const FrameHeader& h) {
   Incoming in;
   std::lock_guard<std::mutex> lock(mu_);
-  if (unexpected_bytes_ > 0 && unexpected_bytes_ + h.length > limit_bytes_) {
+  if (full_locked(h.length)) {
     in.blocked = true;
-    blocked_ = true;
     return in;
   }
-  auto s = std::make_shared<Stash>();
-  s->key = key_of(src, h);
-  s->len = h.length;
-  s->bundle = true;
-  s->epoch = h.epoch;
-  s->data.reset(new (std::nothrow) char[h.length > 0 ? h.length : 1]);
-  if (!s->data) {
-    in.error = remote_error("cannot buffer a bundle of " + std::to_string(h.length) +
-                            " bytes from rank " + std::to_string(src) + ": out of memory");
-    return in;
-  }
-  unexpected_bytes_ += h.length;
-  in.stash = std::move(s);
+  in.error = new_stash_locked(key_of(src, h), h, &in.stash);
   return in;
 }
 
@@ -138,11 +140,13 @@ Status Mailbox::finish_bundle(const Stash& b) {
         Status d = deliver(src, h, payload);
         if (delivered.is_ok()) delivered = d;
       });
+  bool wake;
   {
     std::lock_guard<std::mutex> lock(mu_);
     unexpected_bytes_ -= b.len;
+    wake = take_blocked_locked();
   }
-  notify_space();
+  if (wake) on_space_();
   if (!st.is_ok()) {
     return remote_error("malformed bundle from rank " + std::to_string(src) + ": " + st.message());
   }
@@ -170,7 +174,7 @@ Status Mailbox::finish(const Incoming& in) {
   }
   if (in.stash->bundle) return finish_bundle(*in.stash);
   TransferHandle claimer;
-  bool shrunk = false;
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     in.stash->complete = true;
@@ -181,11 +185,11 @@ Status Mailbox::finish(const Incoming& in) {
       // Claimed while arriving, or an orphan (a mismatched frame): not kept.
       if (tracked) unexpected_.erase(it);
       unexpected_bytes_ -= in.stash->len;
-      shrunk = true;
+      wake = take_blocked_locked();
     }
   }
   if (claimer) fill_from_stash(claimer, *in.stash);
-  if (shrunk) notify_space();
+  if (wake) on_space_();
   return Status::ok();
 }
 
@@ -194,10 +198,12 @@ void Mailbox::post(const TransferHandle& t) {
   t->set_driver(recv_driver_.load(std::memory_order_acquire));
   std::shared_ptr<Stash> ready;
   Status gone;
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = unexpected_.find(t->key());
     auto dep = it == unexpected_.end() ? departed_.find(t->key().peer) : departed_.end();
+    if (dep == departed_.end()) wake = take_blocked_locked();
     if (dep != departed_.end()) {
       gone = dep->second;
     } else if (it == unexpected_.end()) {
@@ -215,16 +221,7 @@ void Mailbox::post(const TransferHandle& t) {
     return;
   }
   if (ready) fill_from_stash(t, *ready);
-  notify_space();
-}
-
-void Mailbox::notify_space() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!blocked_) return;
-    blocked_ = false;
-  }
-  on_space_();
+  if (wake) on_space_();
 }
 
 void Mailbox::cancel(const TransferHandle& t, const Status& why) {

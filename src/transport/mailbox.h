@@ -91,9 +91,14 @@ class Mailbox {
   void fill_from_stash(const TransferHandle& t, Stash& s);
   Incoming begin_bundle(int src, const FrameHeader& h);
   Status finish_bundle(const Stash& bundle);
-  // Calls on_space_ if a reader is paused (takes mu_).
-  void notify_space();
-  // Makes a stash for an unexpected message (caller holds mu_).
+  // Whether the store is too full for `len` more bytes; if so, notes that a
+  // reader is paused (caller holds mu_).
+  bool full_locked(uint64_t len);
+  // Whether a reader was paused since the last call: on_space_ is then due
+  // (caller holds mu_, calls on_space_ after releasing it).
+  bool take_blocked_locked();
+  // Makes a stash for an unexpected message, or for a bundle (not listed in
+  // the store: finish() unpacks it), counted against the limit (caller holds mu_).
   Status new_stash_locked(const MessageKey& key, const FrameHeader& h, std::shared_ptr<Stash>* out);
 
   const size_t limit_bytes_;
