@@ -27,21 +27,20 @@ Status OneShotAllReduce::finish(Peers& p, void* recv) {
   KF_RETURN_IF_ERROR(wait_all(p, recvs_));
   KF_RETURN_IF_ERROR(wait_all(p, sends_));
   const int n = p.size(), me = p.rank();
-  const size_t bytes = count_ * dtype_size(dtype_);
+  const size_t esize = dtype_size(dtype_), bytes = count_ * esize;
   if (bytes == 0) return Status::ok();
-  // This rank's contribution, where it stays readable while recv fills: in
-  // place, recv is overwritten from rank 0's turn on.
-  char* own = scratch_.data() + me * bytes;
-  if (recv == send_ && me != 0) {
-    copy_elems(own, send_, count_, dtype_size(dtype_));
-  } else {
-    own = const_cast<char*>(static_cast<const char*>(send_));
-  }
-  auto part = [&](int r) -> const void* { return r == me ? own : scratch_.data() + r * bytes; };
   if (n == 1) {
-    copy_elems(recv, send_, count_, dtype_size(dtype_));
+    copy_elems(recv, send_, count_, esize);
     return Status::ok();
   }
+  // This rank's contribution, where it stays readable while recv fills: in
+  // place, recv is overwritten from rank 0's turn on.
+  const char* own = static_cast<const char*>(send_);
+  if (recv == send_ && me != 0) {
+    copy_elems(scratch_.data() + me * bytes, send_, count_, esize);
+    own = scratch_.data() + me * bytes;
+  }
+  auto part = [&](int r) -> const void* { return r == me ? own : scratch_.data() + r * bytes; };
   // Rank order on every rank: the same bits everywhere.
   reduce_to(dtype_, op_, recv, part(0), part(1), count_);
   for (int r = 2; r < n; ++r) reduce_into(dtype_, op_, recv, part(r), count_);

@@ -530,16 +530,9 @@ bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req) {
       }
     }
     AsyncOp* own = req->op_;
-    // Another thread waiting for the same request may complete and free
-    // the operation while this one drives its data: hold it.
-    std::shared_ptr<AsyncOp> hold;
-    if (own != nullptr) {
-      auto it = pending_.find({own->name_hash, own->seq});
-      if (it != pending_.end()) hold = it->second;
-    }
     if (mine == nullptr) {
       // A fused operation ready to complete (never waits): ours first.
-      AsyncOp* done = take_completion_locked(req);
+      AsyncOp* done = take_completion_locked(req.get(), true);
       if (done != nullptr) mine = &done->parts[0];
     }
     if (mine == nullptr && own != nullptr && own->fused) {
@@ -556,6 +549,9 @@ bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req) {
             break;
           }
         }
+        // Another thread waiting for the same request may complete and
+        // free the operation while this one drives its data: hold it.
+        std::shared_ptr<AsyncOp> hold = pending_.at({own->name_hash, own->seq});
         ++own->helpers;
         ++helping_;
         lock.unlock();
@@ -630,31 +626,38 @@ void AsyncEngine::run_partition_task(AsyncPartition* p) {
   Status st;
   if (o->fused) {
     st = run_fused(o);  // its start was at submission
-  } else if (emit(AsyncEvent::Type::kStart, *o, p->index, p->bytes, Status::ok()),
-             o->failed.load()) {
-    st = o->first_error();
   } else {
-    OpPeers peers(engine_, o->spec.name, o->name_hash, (o->seq << kPartitionBits) | p->index,
-                  o->digest, o->deadline);
-    if (o->plan.count > 1) {
-      peers.set_display(o->seq, " partition " + std::to_string(p->index));
-    } else {
-      peers.set_display(o->seq, "");
-    }
-    if (size_ > 1) peers.set_watch([this, o] { return check_signatures(o); });
-    // No exception may leave an engine thread (DESIGN.md: no abort on
-    // errors): a failed allocation fails this operation instead.
-    try {
-      st = run_partition(peers, algo_, o->spec, o->plan, p->index);
-    } catch (const std::bad_alloc&) {
-      st = system_error(o->label() + ": out of memory");
-    } catch (...) {
-      st = internal_error(o->label() + ": unexpected exception");
-    }
-    if (!st.is_ok()) peers.withdraw_outstanding(st);
+    emit(AsyncEvent::Type::kStart, *o, p->index, p->bytes, Status::ok());
+    st = o->failed.load() ? o->first_error() : run_planned(p);
   }
   emit(AsyncEvent::Type::kPartitionDone, *o, p->index, p->bytes, st);
   partition_done(p, st);
+}
+
+// A partition of an operation that is not fused: its kind's algorithm on
+// its slice, over a Peers view with the partition's own frame keys.
+Status AsyncEngine::run_planned(AsyncPartition* p) {
+  AsyncOp* o = p->op;
+  OpPeers peers(engine_, o->spec.name, o->name_hash, (o->seq << kPartitionBits) | p->index,
+                o->digest, o->deadline);
+  if (o->plan.count > 1) {
+    peers.set_display(o->seq, " partition " + std::to_string(p->index));
+  } else {
+    peers.set_display(o->seq, "");
+  }
+  if (size_ > 1) peers.set_watch([this, o] { return check_signatures(o); });
+  // No exception may leave an engine thread (DESIGN.md: no abort on
+  // errors): a failed allocation fails this operation instead.
+  Status st;
+  try {
+    st = run_partition(peers, algo_, o->spec, o->plan, p->index);
+  } catch (const std::bad_alloc&) {
+    st = system_error(o->label() + ": out of memory");
+  } catch (...) {
+    st = internal_error(o->label() + ": unexpected exception");
+  }
+  if (!st.is_ok()) peers.withdraw_outstanding(st);
+  return st;
 }
 
 void AsyncEngine::partition_done(AsyncPartition* p, const Status& st) {

@@ -252,6 +252,7 @@ class AsyncEngine {
   void make_runnable(const std::vector<AsyncPartition*>& starts);
   void worker_loop();
   void run_partition_task(AsyncPartition* p);
+  Status run_planned(AsyncPartition* p);
   void partition_done(AsyncPartition* p, const Status& st);
   Status check_signatures(AsyncOp* op);
   void finalize(AsyncOp* op);
@@ -259,7 +260,7 @@ class AsyncEngine {
   void fused_event(const std::weak_ptr<AsyncOp>& op, bool data);
   void fused_ready_locked(AsyncOp* op, bool data_complete);
   void completer_loop();
-  AsyncOp* take_completion_locked(const std::shared_ptr<AsyncRequest>& req);
+  AsyncOp* take_completion_locked(const AsyncRequest* req, bool any);
   Status run_fused(AsyncOp* op);
   bool fusible(const AsyncOpSpec& spec, const PartitionPlan& plan, uint64_t bytes) const;
   void inspector_loop();

@@ -167,22 +167,21 @@ void AsyncEngine::inspector_loop() {
         // A fused operation waiting for data is "queued" too: no thread
         // waits for it, so its deadline is enforced here.
         const bool waiting_fused = o->fused && o->fused_state == AsyncOp::FusedState::kWaiting;
-        bool queued = o->queued > 0 || waiting_fused;
-        if (waiting_fused && now >= at) {
+        const bool queued = o->queued > 0 || waiting_fused;
+        if (queued && now >= at) {
           std::string missing = missing_ranks(o);
           o->set_error(
-              timeout_error(o->label() + " timed out after " + std::to_string(timeout_ms_) + " ms" +
-                            (missing.empty() ? " waiting for data"
-                                             : "; rank(s) " + missing + " never submitted it")));
-          fused_ready_locked(o, false);
-        } else if (queued && now >= at) {
-          std::string missing = missing_ranks(o);
-          o->set_error(timeout_error(o->label() + " timed out in the queue after " +
-                                     std::to_string(timeout_ms_) + " ms" +
-                                     (missing.empty() ? "" : "; rank(s) " + missing +
-                                                                 " never submitted it")));
-          drop_queued_locked(o);
-          if (o->unfinished == 0) expired.push_back(o);
+              timeout_error(o->label() + " timed out " + (waiting_fused ? "" : "in the queue ") +
+                            "after " + std::to_string(timeout_ms_) + " ms" +
+                            (!missing.empty() ? "; rank(s) " + missing + " never submitted it"
+                             : waiting_fused  ? " waiting for data"
+                                              : "")));
+          if (waiting_fused) {
+            fused_ready_locked(o, false);
+          } else {
+            drop_queued_locked(o);
+            if (o->unfinished == 0) expired.push_back(o);
+          }
         } else if (queued) {
           next = std::min(next, at);
         }

@@ -37,12 +37,14 @@ void AsyncEngine::start_fused(AsyncOp* o, const std::shared_ptr<AsyncOp>& keep) 
   // Signature frames that were already here completed their receives
   // before those were listed in the operation: compare them now.
   const Status early = check_signatures(o);
+  // Events while it was being submitted found it not yet waiting: what they
+  // saw (all data in, a failure) is read here instead.
   std::lock_guard<std::mutex> lock(mu_);
   o->fused_state = AsyncOp::FusedState::kWaiting;
   fused_waiting_ops_.fetch_add(1);
-  if (o->fused_ready || o->failed.load() || !early.is_ok()) {
-    fused_ready_locked(o, o->fused_waiting.load() == 0 && !o->failed.load() && early.is_ok());
-  }
+  const bool data_in = o->fused_waiting.load() == 0;
+  const bool failed = o->failed.load() || !early.is_ok();
+  if (data_in || failed) fused_ready_locked(o, data_in && !failed);
 }
 
 // A receive of a fused operation completed (data: one of its data
@@ -71,7 +73,6 @@ void AsyncEngine::fused_event(const std::weak_ptr<AsyncOp>& w, bool data) {
 // worker each. Failures (a mismatch, a deadline, a lost peer) may wait in
 // finalize() and go to the worker pool.
 void AsyncEngine::fused_ready_locked(AsyncOp* o, bool data_complete) {
-  o->fused_ready = true;
   if (o->fused_state != AsyncOp::FusedState::kWaiting) return;
   fused_waiting_ops_.fetch_sub(1);
   if (o->helpers > 0) {
@@ -94,11 +95,7 @@ void AsyncEngine::fused_ready_locked(AsyncOp* o, bool data_complete) {
 void AsyncEngine::completer_loop() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    if (!completions_.empty()) {
-      AsyncOp* o = completions_.front();
-      completions_.pop_front();
-      o->parts[0].state = AsyncPartition::State::kRunning;
-      o->fused_state = AsyncOp::FusedState::kRunning;
+    if (AsyncOp* o = take_completion_locked(nullptr, true)) {
       lock.unlock();
       run_partition_task(&o->parts[0]);
       lock.lock();
@@ -111,13 +108,14 @@ void AsyncEngine::completer_loop() {
   }
 }
 
-// Takes a completable fused operation off the completer's queue, `req`'s
-// if there, else the first (caller holds mu_); null if none.
-AsyncOp* AsyncEngine::take_completion_locked(const std::shared_ptr<AsyncRequest>& req) {
-  if (completions_.empty()) return nullptr;
+// Takes a completable fused operation off the completer's queue and marks
+// it running: `req`'s if there, else (if `any`) the first; null if none.
+// Caller holds mu_.
+AsyncOp* AsyncEngine::take_completion_locked(const AsyncRequest* req, bool any) {
   auto it = std::find_if(completions_.begin(), completions_.end(),
-                         [&](AsyncOp* o) { return o->req == req; });
-  if (it == completions_.end()) it = completions_.begin();
+                         [&](AsyncOp* o) { return o->req.get() == req; });
+  if (it == completions_.end() && any) it = completions_.begin();
+  if (it == completions_.end()) return nullptr;
   AsyncOp* o = *it;
   completions_.erase(it);
   o->parts[0].state = AsyncPartition::State::kRunning;
@@ -150,17 +148,11 @@ void AsyncEngine::poll(const std::shared_ptr<AsyncRequest>& req) {
   if (ShmTransport* shm = engine_->shm()) shm->progress();
   AsyncOp* o = nullptr;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    o = req->op_;
-    if (o == nullptr || !o->fused) return;
     // Ready but not taken by the completer yet: complete it here.
-    auto it = std::find(completions_.begin(), completions_.end(), o);
-    if (it == completions_.end()) return;
-    completions_.erase(it);
-    o->parts[0].state = AsyncPartition::State::kRunning;
-    o->fused_state = AsyncOp::FusedState::kRunning;
+    std::lock_guard<std::mutex> lock(mu_);
+    o = take_completion_locked(req.get(), false);
   }
-  run_partition_task(&o->parts[0]);
+  if (o != nullptr) run_partition_task(&o->parts[0]);
 }
 
 }  // namespace kf

@@ -87,7 +87,6 @@ struct AsyncOp {
   std::atomic<uint32_t> fused_waiting{0};  // data receives still open
   uint64_t fused_ticket = 0;               // the fuser's ticket of its last frame (set by submit())
   FusedState fused_state = FusedState::kSubmitting;  // guarded by the engine mutex
-  bool fused_ready = false;                          // guarded by the engine mutex
   uint32_t helpers = 0;  // threads in help() driving its receives; engine mutex
 
   std::atomic<bool> failed{false};

@@ -30,9 +30,7 @@ Fuser::~Fuser() {
   std::vector<InFlight> left;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (size_t p = 0; p < open_.size(); ++p) {
-      if (!open_[p].empty()) send_locked(static_cast<int>(p));
-    }
+    flush_locked();
     stop_ = true;
     left.swap(in_flight_);
   }
@@ -62,15 +60,11 @@ uint64_t Fuser::append(int peer, const FrameHeader& h, const void* payload) {
     ++open_frames_[static_cast<size_t>(peer)];
     last_append_ns_ = now_ns();
     if (b.size() >= opts_.max_bytes) send_locked(peer);
-    if (oldest_ns_ == 0) {
-      bool any = false;
-      for (const auto& o : open_) any = any || !o.empty();
-      if (any) {
-        oldest_ns_ = last_append_ns_;
-        // A lingering timer ticks every cycle and will see it: only one
-        // asleep without end needs a wake-up (a context switch).
-        start_timer = !timer_.joinable() || timer_sleeping_;
-      }
+    if (oldest_ns_ == 0 && any_open_locked()) {
+      oldest_ns_ = last_append_ns_;
+      // A lingering timer ticks every cycle and will see it: only one
+      // asleep without end needs a wake-up (a context switch).
+      start_timer = !timer_.joinable() || timer_sleeping_;
     }
     if (start_timer && !timer_.joinable() && !stop_) {
       timer_ = std::thread([this] { timer_loop(); });
@@ -131,12 +125,17 @@ void Fuser::send_locked(int peer) {
   stats_.frames += open_frames_[static_cast<size_t>(peer)];
   open_frames_[static_cast<size_t>(peer)] = 0;
   in_flight_.push_back(std::move(f));
-  bool any = false;
-  for (const auto& o : open_) any = any || !o.empty();
-  if (!any) {
+  if (!any_open_locked()) {
     oldest_ns_ = 0;
     flushed_through_ = tickets_;
   }
+}
+
+bool Fuser::any_open_locked() const {
+  for (const auto& b : open_) {
+    if (!b.empty()) return true;
+  }
+  return false;
 }
 
 // Frees the bundles whose sends completed.
@@ -150,56 +149,51 @@ void Fuser::reap_locked() {
 
 void Fuser::timer_loop() {
   std::unique_lock<std::mutex> lock(mu_);
+  // One cycle, at least floor_us.
+  auto tick = [&](int64_t floor_us) {
+    timer_cv_.wait_for(lock,
+                       std::chrono::microseconds(std::max<int64_t>(opts_.cycle_us, floor_us)));
+  };
   while (!stop_) {
     reap_locked();
-    if (oldest_ns_ == 0 && !in_flight_.empty()) {
-      // A bundle still queued for shared memory moves only when a thread
-      // drives the rings; none may be waiting here (callback users), so
-      // the timer does, every cycle, until the bundle is out.
-      ShmTransport* shm = engine_->shm();
-      if (shm != nullptr) {
-        lock.unlock();
-        shm->progress();
-        lock.lock();
-        reap_locked();
+    if (oldest_ns_ != 0) {
+      // Frames held: they leave when the oldest has waited a cycle.
+      const int64_t due = oldest_ns_ + opts_.cycle_us * 1000;
+      const int64_t now = now_ns();
+      if (now < due) {
+        timer_cv_.wait_for(lock, std::chrono::nanoseconds(due - now));
+      } else {
+        flush_locked();
       }
-      if (!in_flight_.empty()) {
-        timer_cv_.wait_for(lock, std::chrono::microseconds(std::max<int64_t>(opts_.cycle_us, 100)));
-        continue;
-      }
-    }
-    if (oldest_ns_ == 0) {
-      // Fused operations wait for data that shared memory delivers only
-      // to a thread that drives the rings, and no thread waits for them
-      // (completion by callback): drive them once per cycle.
-      ShmTransport* shm = engine_->shm();
-      if (shm != nullptr && opts_.undriven && opts_.undriven()) {
-        lock.unlock();
-        shm->progress();
-        lock.lock();
-        timer_cv_.wait_for(lock, std::chrono::microseconds(std::max<int64_t>(opts_.cycle_us, 1)));
-        continue;
-      }
-      // Nothing held. While frames came recently, tick once per cycle so
-      // that the next frame needs no wake-up; then sleep without end (an
-      // idle communicator costs no CPU).
-      if (now_ns() - last_append_ns_ < kLingerNs) {
-        timer_cv_.wait_for(lock, std::chrono::microseconds(std::max<int64_t>(opts_.cycle_us, 1)));
-        continue;
-      }
-      timer_sleeping_ = true;
-      timer_cv_.wait(lock);
-      timer_sleeping_ = false;
       continue;
     }
-    const int64_t due = oldest_ns_ + opts_.cycle_us * 1000;
-    const int64_t now = now_ns();
-    if (now < due) {
-      timer_cv_.wait_for(lock, std::chrono::nanoseconds(due - now));
+    // Nothing held. Shared memory moves only when a thread drives the rings,
+    // and none may: for bundles of ours still queued there, and for fused
+    // operations that wait for data while no thread helps (completion by
+    // callback), the timer drives them once per cycle.
+    ShmTransport* shm = engine_->shm();
+    const bool driving =
+        shm != nullptr && (!in_flight_.empty() || (opts_.undriven && opts_.undriven()));
+    if (driving) {
+      lock.unlock();
+      shm->progress();
+      lock.lock();
+      reap_locked();
+    }
+    if (!in_flight_.empty()) {
+      tick(100);
       continue;
     }
-    flush_locked();
-    reap_locked();
+    // While frames came recently, tick once per cycle so that the next
+    // frame needs no wake-up; then sleep without end (an idle communicator
+    // costs no CPU).
+    if (driving || now_ns() - last_append_ns_ < kLingerNs) {
+      tick(1);
+      continue;
+    }
+    timer_sleeping_ = true;
+    timer_cv_.wait(lock);
+    timer_sleeping_ = false;
   }
 }
 

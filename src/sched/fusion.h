@@ -78,6 +78,7 @@ class Fuser {
   };
   void send_locked(int peer);
   void flush_locked();
+  bool any_open_locked() const;
   void reap_locked();
   void timer_loop();
 
