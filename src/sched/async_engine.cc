@@ -10,6 +10,7 @@
 #include "base/config.h"
 #include "base/dtype.h"
 #include "base/log.h"
+#include "sched/async_lane.h"
 #include "sched/async_state.h"
 #include "sched/op_kind.h"
 #include "transport/frame.h"
@@ -92,7 +93,7 @@ void AsyncEngine::close() {
   bool busy;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    busy = !pending_.empty();
+    busy = !pending_.empty() || (lane_ && lane_->pending() > 0);
   }
   // Operations still running would wait for their timeouts: end them now.
   if (busy) engine_->abort(aborted_error("the communicator was destroyed with operations pending"));
@@ -107,9 +108,55 @@ void AsyncEngine::close() {
   inspect_cv_.notify_all();
   completer_cv_.notify_all();
   for (auto& t : workers) t.join();
+  if (lane_) lane_->close();
   if (inspector_.joinable()) inspector_.join();
   if (completer_.joinable()) completer_.join();
   fuser_.reset();  // waits for its bundles in flight
+}
+
+void AsyncEngine::enable_lane(ShmTransport* shm, bool single_copy, size_t one_shot_bytes) {
+  LaneOptions lo;
+  lo.timeout_ms = timeout_ms_;
+  lo.stall_warn_ms = stall_warn_ms_;
+  lo.single_copy = single_copy;
+  lo.one_shot_bytes = one_shot_bytes;
+  if (fusion_threshold_ > 0) lo.wake_bytes = fusion_threshold_;
+  lo.cycle_us = std::max<int64_t>(1, knob_int(Knob::KF_FUSION_CYCLE_US));
+  lane_.reset(new AsyncLane(
+      engine_, shm, lo,
+      [this](AsyncEvent::Type type, const std::string& name, uint64_t seq, uint32_t partition,
+             uint32_t partitions, int32_t priority, uint64_t bytes, const Status& st) {
+        emit_event(type, name, seq, partition, partitions, priority, bytes, st);
+      },
+      [this](int peer, const AsyncOpSpec& spec, uint64_t name_hash, uint64_t seq,
+             uint64_t) { send_signature(peer, spec, name_hash, seq); }));
+}
+
+// A peer ran (name_hash, seq) on the message path while this rank runs it on
+// the lane: it waits for our signature frame, which shows it the mismatch.
+void AsyncEngine::send_signature(int peer, const AsyncOpSpec& spec, uint64_t name_hash,
+                                 uint64_t seq) {
+  SigRecord sig;
+  sig.kind = spec.kind;
+  sig.count = spec.count;
+  sig.dtype = static_cast<int32_t>(spec.dtype);
+  sig.op = spec.op;
+  sig.root = spec.root;
+  // The partition size the message path would have used, so that the peer's
+  // comparison names the real difference (kind or strategy).
+  uint64_t pbytes = spec.partition_bytes > 0 ? spec.partition_bytes : partition_bytes_.load();
+  sig.partition_elems =
+      plan_partitions(spec.kind, spec.count, dtype_size(spec.dtype), size_, pbytes).elems;
+  sig.strategy = spec.strategy;
+  sig.name = spec.name;
+  std::unique_ptr<char[]> buf(new char[kSigRecordBytes]);
+  encode_sig(sig, buf.get());
+  std::unique_ptr<OpPeers> peers(new OpPeers(engine_, spec.name, name_hash,
+                                             (seq << kPartitionBits) | kSigPartition, 0,
+                                             Deadline::after_ms(timeout_ms_)));
+  peers->isend(peer, Tag{0, kSigStep}, buf.get(), kSigRecordBytes);
+  std::lock_guard<std::mutex> lock(mu_);
+  lane_replies_.emplace_back(std::move(peers), std::move(buf));
 }
 
 Fuser::Stats AsyncEngine::fusion_stats() const {
@@ -142,8 +189,14 @@ void AsyncEngine::set_observer(AsyncObserver obs) {
 
 void AsyncEngine::emit(AsyncEvent::Type type, const AsyncOp& op, uint32_t partition,
                        uint64_t bytes, const Status& st) {
+  emit_event(type, op.spec.name, op.seq, partition, op.plan.count, op.spec.priority, bytes, st);
+}
+
+void AsyncEngine::emit_event(AsyncEvent::Type type, const std::string& name, uint64_t seq,
+                             uint32_t partition, uint32_t partitions, int32_t priority,
+                             uint64_t bytes, const Status& st) {
   if (!has_observer_.load(std::memory_order_relaxed)) return;
-  AsyncEvent e{type, &op.spec.name, op.seq, partition, op.plan.count, op.spec.priority,
+  AsyncEvent e{type, &name, seq, partition, partitions, priority,
                bytes, now_ns(), static_cast<int>(st.code())};
   std::lock_guard<std::mutex> lock(obs_mu_);
   if (observer_) observer_(e);
@@ -161,6 +214,7 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
     return aborted_error("the communicator is broken and cannot run '" + spec.name +
                          "': " + health.message());
   }
+  if (lane_ && AsyncLane::accepts(spec)) return submit_to_lane(std::move(spec), out);
   auto op = std::make_shared<AsyncOp>();
   AsyncOp* o = op.get();
   const size_t es = dtype_size(spec.dtype);
@@ -310,6 +364,26 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
   return Status::ok();
 }
 
+Status AsyncEngine::submit_to_lane(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out) {
+  const uint64_t name_hash = hash_name(spec.name.data(), spec.name.size());
+  std::shared_ptr<AsyncRequest> req = *out ? *out : std::make_shared<AsyncRequest>();
+  req->lane_ = true;
+  uint64_t seq;
+  std::vector<int> foreign;  // ranks that sent a signature frame: another kind
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    seq = next_seq_[name_hash]++;
+    auto rem = remembered_.find({name_hash, seq});
+    if (rem != remembered_.end()) {
+      foreign.assign(rem->second.submitted_by.begin(), rem->second.submitted_by.end());
+      remembered_.erase(rem);
+    }
+  }
+  lane_->submit(std::move(spec), name_hash, seq, partition_bytes_.load(), foreign, req);
+  *out = std::move(req);
+  return Status::ok();
+}
+
 // ---- scheduling -----------------------------------------------------------
 
 // Starts queued partitions of confirmed operations in priority order while
@@ -451,6 +525,8 @@ void AsyncEngine::on_control_frame(int src, uint64_t name_hash, uint64_t wire_se
     return;
   }
   if (it == pending_.end()) {
+    // A signature frame for a lane operation: the peer ran another kind.
+    if (step == kSigStep && lane_ && lane_->on_foreign_signature(src, name_hash, seq)) return;
     auto ns = next_seq_.find(name_hash);
     if (ns != next_seq_.end() && seq < ns->second) return;  // already finished here
   }
@@ -468,6 +544,7 @@ void AsyncEngine::on_control_frame(int src, uint64_t name_hash, uint64_t wire_se
 }
 
 void AsyncEngine::on_broken(const Status& why) {
+  if (lane_) lane_->on_broken(why);
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& kv : pending_) {
     AsyncOp* o = kv.second.get();
@@ -518,6 +595,7 @@ void AsyncEngine::worker_loop() {
 }
 
 bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req) {
+  if (req->lane_) return lane_->help(req);
   if (fuser_) fuser_->flush();
   AsyncPartition* mine = nullptr;
   {

@@ -44,9 +44,11 @@
 // thread waiting for it. Whether an operation is fused is part of its
 // signature.
 //
-// The shared-memory arena of the blocking all_reduce is not used here:
-// async operations always run over the peer rings, so any number may run at
-// once beside a blocking call.
+// The lane: on a communicator whose ranks all share one host, all_reduce
+// runs instead through the shared-memory arena of the blocking all_reduce
+// (its own staging area, so it never meets a blocking call), in an order the
+// ranks agree on through shared memory: see sched/async_lane.h. The other
+// operations run over the peer rings as above.
 //
 // Tuning and tracing (for src/sched online tuning and the timeline): the
 // partition size and credit can be read and changed at run time; an
@@ -79,6 +81,9 @@ namespace kf {
 
 struct AsyncOp;
 struct AsyncPartition;
+class AsyncLane;
+class OpPeers;
+class ShmTransport;
 struct PartitionPlan;
 using OpKey = std::pair<uint64_t, uint64_t>;  // (name hash, seq)
 
@@ -163,8 +168,10 @@ class AsyncRequest {
 
  private:
   friend class AsyncEngine;
+  friend class AsyncLane;
   void finish(const Status& st);
   AsyncOp* op_ = nullptr;  // while pending; guarded by the engine's mutex
+  bool lane_ = false;      // runs on the shared-memory lane (set before it is shared)
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;
@@ -194,6 +201,13 @@ class AsyncEngine {
   // shared-memory bytes once, and completes `req` here if its data is in.
   // Never blocks.
   void poll(const std::shared_ptr<AsyncRequest>& req);
+
+  // Routes the all_reduce operations submitted from now on through the
+  // shared-memory lane (sched/async_lane.h). Called once, before the first
+  // submission, by every rank of a communicator whose ranks all share one
+  // host; `shm` has a lane region and outlives the engine's close().
+  void enable_lane(ShmTransport* shm, bool single_copy, size_t one_shot_bytes);
+  bool lane_enabled() const { return lane_ != nullptr; }
 
   // Operation fusion, for tests and benchmarks: what the fuser packed so far
   // (zeros when fusion is off).
@@ -241,6 +255,7 @@ class AsyncEngine {
  private:
   // Engine-mutex-held helpers (suffix _locked) and the pieces of an
   // operation's life; see async_engine.cc / async_finish.cc.
+  Status submit_to_lane(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out);
   void admit_locked(std::vector<AsyncPartition*>* starts);
   void force_locked(AsyncOp* op, uint32_t index);
   void dispatch_locked(AsyncPartition* p);
@@ -269,6 +284,9 @@ class AsyncEngine {
   void emit(AsyncEvent::Type type, const AsyncOp& op, uint32_t partition, uint64_t bytes,
             const Status& st);
   Status wait_transfer(const TransferHandle& t, const Deadline& d);
+  void emit_event(AsyncEvent::Type type, const std::string& name, uint64_t seq, uint32_t partition,
+                  uint32_t partitions, int32_t priority, uint64_t bytes, const Status& st);
+  void send_signature(int peer, const AsyncOpSpec& spec, uint64_t name_hash, uint64_t seq);
 
   Engine* const engine_;
   const AlgoOptions algo_;
@@ -312,6 +330,10 @@ class AsyncEngine {
   std::thread completer_;
   std::condition_variable completer_cv_;
   bool completer_idle_ = false;
+
+  std::unique_ptr<AsyncLane> lane_;  // null: no lane
+  // Signature frames sent for the lane (kept until close()); guarded by mu_.
+  std::vector<std::pair<std::unique_ptr<OpPeers>, std::unique_ptr<char[]>>> lane_replies_;
 
   std::mutex obs_mu_;
   std::atomic<bool> has_observer_{false};

@@ -6,6 +6,7 @@
 
 #include "base/log.h"
 #include "sched/async_engine.h"
+#include "sched/async_lane.h"
 #include "sched/async_state.h"
 #include "sched/op_kind.h"
 
@@ -144,6 +145,10 @@ Status AsyncEngine::run_fused(AsyncOp* o) {
 }
 
 void AsyncEngine::poll(const std::shared_ptr<AsyncRequest>& req) {
+  if (req->lane_) {
+    lane_->poll();
+    return;
+  }
   if (fuser_) fuser_->flush();
   if (ShmTransport* shm = engine_->shm()) shm->progress();
   AsyncOp* o = nullptr;

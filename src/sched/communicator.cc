@@ -1,5 +1,7 @@
 #include "sched/communicator.h"
 
+#include "sched/async_lane.h"
+
 #include <cstdio>
 #include <thread>
 
@@ -214,6 +216,10 @@ Status Communicator::connect_shm(const std::vector<std::string>& addresses) {
   // Every rank's piece of a round must hold at least 64 bytes.
   o.staging_bytes = std::max((stage + 63) / 64 * 64, o.local_ranks.size() * 64);
   o.oversubscribed = o.local_ranks.size() > std::thread::hardware_concurrency();
+  // A communicator on one host gets the asynchronous lane's region (and
+  // second staging area); whether it is used is agreed below.
+  const bool one_host = o.local_ranks.size() == static_cast<size_t>(size_);
+  if (one_host) o.lane_bytes = AsyncLane::region_bytes(static_cast<int>(o.local_ranks.size()));
   // The lowest local rank's data address is unique on this host while the
   // communicator lives: it names this communicator's segments.
   std::string id = addresses[static_cast<size_t>(o.local_ranks.front())] + "#1";
@@ -255,6 +261,13 @@ Status Communicator::connect_shm(const std::vector<std::string>& addresses) {
   // Every rank sees the same hosts, so every rank makes the same choice.
   use_arena_ = shm_->local_size() == size_ && algo_.algorithm == Algorithm::kAuto;
   one_shot_bytes_ = static_cast<size_t>(std::max<int64_t>(0, knob_int(Knob::KF_SHM_ONE_SHOT_BYTES)));
+  if (one_host) {
+    bool lane = false;
+    KF_RETURN_IF_ERROR(agree("async_arena",
+                             knob_int(Knob::KF_ASYNC_ARENA) != 0 && algo_.algorithm == Algorithm::kAuto,
+                             &lane));
+    if (lane) async_->enable_lane(shm_.get(), single_copy_, one_shot_bytes_);
+  }
   return Status::ok();
 }
 

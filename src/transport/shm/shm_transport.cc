@@ -22,22 +22,27 @@ namespace {
 
 constexpr uint64_t kSegmentMagic = 0x314d48534b46ull;  // "KFSHM1"
 
+// One staging area's shared state (see kStagingAreas).
+struct alignas(64) AreaHeader {
+  RingCursor arrived;  // barriers of this area this rank has entered
+  // Single-copy reads: an address in this rank's memory that peers may read
+  // with process_vm_readv (set per operation).
+  std::atomic<uint64_t> exposed;
+  // Signature digest of the current operation, per staging buffer.
+  std::atomic<uint32_t> digest[2];
+};
+
 struct SegmentHeader {
   uint64_t magic;
   uint64_t ring_bytes;
   uint64_t slots;
   uint64_t staging_bytes;
-  char pad[32];
+  uint64_t lane_bytes;
+  char pad[24];
   Doorbell bell;
-  RingCursor arrived;  // staging barriers this rank has entered
-  // Single-copy reads: this rank's process id, and an address in its memory
-  // that peers may read with process_vm_readv (set per operation).
-  int64_t pid;
-  std::atomic<uint64_t> exposed;
+  int64_t pid;     // for single-copy reads
   uint64_t probe;  // a known value at a known address, for the start-up probe
-  // Signature digest of the current staging operation, per staging buffer.
-  std::atomic<uint32_t> digest[2];
-  char pad2[32];
+  AreaHeader area[ShmTransport::kStagingAreas];
 };
 static_assert(sizeof(SegmentHeader) % 64 == 0, "cache-line aligned");
 
@@ -114,34 +119,50 @@ std::string ShmTransport::segment_name(int rank) const {
   return "/kf-" + opts_.tag + "-" + std::to_string(rank);
 }
 
+// Segment layout: header, one ring per local sender, the staging buffers
+// (two per area in use), the lane region.
+size_t ShmTransport::staging_offset() const {
+  return sizeof(SegmentHeader) + opts_.local_ranks.size() * (sizeof(RingHeader) + opts_.ring_bytes);
+}
+
 size_t ShmTransport::segment_bytes() const {
-  return sizeof(SegmentHeader) + opts_.local_ranks.size() * (sizeof(RingHeader) + opts_.ring_bytes) +
-         2 * opts_.staging_bytes;
+  return staging_offset() + 2 * static_cast<size_t>(areas()) * opts_.staging_bytes +
+         opts_.lane_bytes;
 }
 
-char* ShmTransport::staging(int local, int which) const {
-  return segment_of_local_[static_cast<size_t>(local)] + sizeof(SegmentHeader) +
-         opts_.local_ranks.size() * (sizeof(RingHeader) + opts_.ring_bytes) +
-         static_cast<size_t>(which) * opts_.staging_bytes;
+char* ShmTransport::staging(int area, int local, int which) const {
+  return segment_of_local_[static_cast<size_t>(local)] + staging_offset() +
+         static_cast<size_t>(2 * area + which) * opts_.staging_bytes;
 }
 
-void ShmTransport::publish_digest(int which, uint32_t digest) {
-  reinterpret_cast<SegmentHeader*>(own_.data())->digest[which].store(digest, std::memory_order_relaxed);
+char* ShmTransport::lane_region(int local) const {
+  if (opts_.lane_bytes == 0) return nullptr;
+  return segment_of_local_[static_cast<size_t>(local)] + staging_offset() +
+         2 * static_cast<size_t>(areas()) * opts_.staging_bytes;
 }
 
-uint32_t ShmTransport::digest_of(int local, int which) const {
+void ShmTransport::ring(int local) const {
+  reinterpret_cast<SegmentHeader*>(segment_of_local_[static_cast<size_t>(local)])->bell.ring();
+}
+
+void ShmTransport::publish_digest(int area, int which, uint32_t digest) {
+  reinterpret_cast<SegmentHeader*>(own_.data())->area[area].digest[which].store(
+      digest, std::memory_order_relaxed);
+}
+
+uint32_t ShmTransport::digest_of(int area, int local, int which) const {
   auto* h = reinterpret_cast<SegmentHeader*>(segment_of_local_[static_cast<size_t>(local)]);
-  return h->digest[which].load(std::memory_order_relaxed);
+  return h->area[area].digest[which].load(std::memory_order_relaxed);
 }
 
-void ShmTransport::expose(const void* addr) {
-  reinterpret_cast<SegmentHeader*>(own_.data())->exposed.store(
+void ShmTransport::expose(int area, const void* addr) {
+  reinterpret_cast<SegmentHeader*>(own_.data())->area[area].exposed.store(
       reinterpret_cast<uint64_t>(addr), std::memory_order_release);
 }
 
-const void* ShmTransport::exposed_by(int local) const {
+const void* ShmTransport::exposed_by(int area, int local) const {
   auto* h = reinterpret_cast<SegmentHeader*>(segment_of_local_[static_cast<size_t>(local)]);
-  return reinterpret_cast<const void*>(h->exposed.load(std::memory_order_acquire));
+  return reinterpret_cast<const void*>(h->area[area].exposed.load(std::memory_order_acquire));
 }
 
 Status ShmTransport::read_peer(int local, const void* remote, void* dst, size_t len) const {
@@ -168,7 +189,8 @@ bool ShmTransport::probe_single_copy() const {
     if (segment_of_local_[i] == own_.data()) continue;
     // The peer exposed the address of its probe word (in its address space);
     // read it from there and compare with the value seen through our mapping.
-    const void* remote = reinterpret_cast<const void*>(h->exposed.load(std::memory_order_acquire));
+    const void* remote =
+        reinterpret_cast<const void*>(h->area[0].exposed.load(std::memory_order_acquire));
     if (remote == nullptr) return false;
     uint64_t value = 0;
     if (!read_peer(static_cast<int>(i), remote, &value, sizeof(value)).is_ok()) return false;
@@ -179,21 +201,22 @@ bool ShmTransport::probe_single_copy() const {
 
 void ShmTransport::expose_probe() {
   auto* h = reinterpret_cast<SegmentHeader*>(own_.data());
-  expose(&h->probe);
+  expose(0, &h->probe);
 }
 
-Status ShmTransport::staging_barrier(const Deadline& deadline,
+Status ShmTransport::staging_barrier(int area, const Deadline& deadline,
                                      const std::function<Status()>& health) {
-  const uint64_t gen = ++barrier_generation_;
+  const uint64_t gen = ++barrier_generation_[area];
   auto* mine = reinterpret_cast<SegmentHeader*>(own_.data());
-  mine->arrived.value.store(gen, std::memory_order_seq_cst);
+  mine->area[area].arrived.value.store(gen, std::memory_order_seq_cst);
   for (char* seg : segment_of_local_) {
     auto* h = reinterpret_cast<SegmentHeader*>(seg);
     if (h != mine) h->bell.ring();
   }
   auto all_arrived = [&] {
     for (char* seg : segment_of_local_) {
-      if (reinterpret_cast<SegmentHeader*>(seg)->arrived.value.load(std::memory_order_acquire) < gen) {
+      if (reinterpret_cast<SegmentHeader*>(seg)->area[area].arrived.value.load(
+              std::memory_order_acquire) < gen) {
         return false;
       }
     }
@@ -216,7 +239,7 @@ Status ShmTransport::staging_barrier(const Deadline& deadline,
       std::string missing;
       for (size_t i = 0; i < segment_of_local_.size(); ++i) {
         auto* h = reinterpret_cast<SegmentHeader*>(segment_of_local_[i]);
-        if (h->arrived.value.load(std::memory_order_acquire) < gen) {
+        if (h->area[area].arrived.value.load(std::memory_order_acquire) < gen) {
           missing += (missing.empty() ? "rank " : ", rank ") + std::to_string(opts_.local_ranks[i]);
         }
       }
@@ -248,6 +271,7 @@ Status ShmTransport::create(const ShmOptions& opts, Mailbox* mailbox,
   h->ring_bytes = opts.ring_bytes;
   h->slots = opts.local_ranks.size();
   h->staging_bytes = opts.staging_bytes;
+  h->lane_bytes = opts.lane_bytes;
   h->pid = static_cast<int64_t>(getpid());
   h->probe = kSegmentMagic ^ static_cast<uint64_t>(h->pid);
   for (size_t s = 0; s < opts.local_ranks.size(); ++s) {
@@ -271,7 +295,8 @@ Status ShmTransport::map_peers() {
     KF_RETURN_IF_ERROR(ShmSegment::open(segment_name(r), segment_bytes(), &seg));
     auto* h = reinterpret_cast<SegmentHeader*>(seg.data());
     if (h->magic != kSegmentMagic || h->ring_bytes != opts_.ring_bytes ||
-        h->slots != opts_.local_ranks.size() || h->staging_bytes != opts_.staging_bytes) {
+        h->slots != opts_.local_ranks.size() || h->staging_bytes != opts_.staging_bytes ||
+        h->lane_bytes != opts_.lane_bytes) {
       return internal_error("shared-memory segment of rank " + std::to_string(r) + " has another layout");
     }
     const int slot_in_peer = me;

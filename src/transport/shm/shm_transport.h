@@ -32,6 +32,9 @@ struct ShmOptions {
   std::string tag;               // unique per communicator instance on this host
   size_t ring_bytes = 1 << 20;   // power of two
   size_t staging_bytes = 1 << 20;  // each of the two staging buffers (multiple of 64)
+  // Bytes of the region each rank offers the asynchronous lane
+  // (sched/async_lane.h); 0: no lane, and only staging area 0 exists.
+  size_t lane_bytes = 0;
   bool oversubscribed = false;   // more local ranks than cores: spin less
 };
 
@@ -63,25 +66,36 @@ class ShmTransport {
   // Waits for `t`, driving progress, until it completes or the deadline passes.
   Status wait(const TransferHandle& t, const Deadline& deadline);
 
-  // The staging area used by the shared-memory collectives (algo/arena.h).
+  // The staging areas used by the shared-memory collectives (algo/arena.h).
+  // Area 0 serves the blocking calls; area 1 (present when lane_bytes > 0)
+  // the asynchronous lane, so the two never share buffers or barriers.
+  // Each area has two staging buffers per rank and its own barrier.
   // Local indices: position in local_ranks.
+  static constexpr int kStagingAreas = 2;
+  int areas() const { return opts_.lane_bytes > 0 ? 2 : 1; }
   int local_index() const { return local_index(opts_.rank); }
   int local_size() const { return static_cast<int>(opts_.local_ranks.size()); }
   size_t staging_bytes() const { return opts_.staging_bytes; }
-  char* staging(int local, int which) const;
-  // Waits until every local rank has entered as many staging barriers as
+  char* staging(int area, int local, int which) const;
+  // Waits until every local rank has entered as many barriers of `area` as
   // this one; `health` reports a broken communicator. Spins, then sleeps.
-  Status staging_barrier(const Deadline& deadline, const std::function<Status()>& health);
+  Status staging_barrier(int area, const Deadline& deadline, const std::function<Status()>& health);
 
-  // The signature digest of the operation using staging buffer `which`
-  // (published before its first barrier, read after it).
-  void publish_digest(int which, uint32_t digest);
-  uint32_t digest_of(int local, int which) const;
+  // The signature digest of the operation using staging buffer `which` of
+  // `area` (published before its first barrier, read after it).
+  void publish_digest(int area, int which, uint32_t digest);
+  uint32_t digest_of(int area, int local, int which) const;
 
   // Single-copy reads of peers' memory (process_vm_readv). A rank exposes
-  // one address per operation (before a barrier); peers read from it.
-  void expose(const void* addr);
-  const void* exposed_by(int local) const;
+  // one address per operation and area (before a barrier); peers read it.
+  void expose(int area, const void* addr);
+  const void* exposed_by(int area, int local) const;
+
+  // The lane region of local rank `local` (lane_bytes, zeroed at creation,
+  // 64-byte aligned), or null without a lane; and its doorbell, which wakes
+  // that rank's threads sleeping in staging barriers or on the lane.
+  char* lane_region(int local) const;
+  void ring(int local) const;
   Status read_peer(int local, const void* remote, void* dst, size_t len) const;
   // Start-up probe, collective: expose_probe(); barrier; probe_single_copy()
   // tells whether this rank may read every local peer (the kernel may forbid
@@ -94,6 +108,7 @@ class ShmTransport {
   ShmTransport(const ShmOptions& opts, Mailbox* mailbox);
   std::string segment_name(int rank) const;
   size_t segment_bytes() const;
+  size_t staging_offset() const;
   int local_index(int rank) const;
   RingHeader* ring_header(char* segment, int slot) const;
 
@@ -103,7 +118,7 @@ class ShmTransport {
   Doorbell* bell_ = nullptr;
   std::vector<ShmSegment> peer_segments_;
   std::vector<char*> segment_of_local_;  // every local rank's segment, mapped here
-  uint64_t barrier_generation_ = 0;
+  uint64_t barrier_generation_[kStagingAreas] = {0, 0};
   std::function<void(const Status&)> on_error_;
   std::vector<std::unique_ptr<Conn>> conns_;  // indexed by global rank; null if not local
 };

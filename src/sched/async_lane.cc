@@ -1,0 +1,592 @@
+#include "sched/async_lane.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "algo/shm_collectives.h"
+#include "algo/strategy.h"
+#include "base/dtype.h"
+#include "base/log.h"
+#include "sched/async_signature.h"
+#include "sched/op_arena.h"
+#include "sched/op_kind.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define KF_LANE_RELAX() _mm_pause()
+#else
+#define KF_LANE_RELAX() ((void)0)
+#endif
+
+namespace kf {
+namespace {
+
+enum Verb : uint32_t { kRun = 1, kWithdraw = 2 };
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
+// How long a driver polls before it sleeps on its doorbell, and how long the
+// lane thread keeps its cycle after the last operation before it sleeps
+// until a submission wakes it.
+constexpr auto kSpin = std::chrono::microseconds(50);
+constexpr int64_t kLingerNs = 10 * 1000000;
+constexpr int kSleepMs = 5;
+// A waiter drives for at most this long per help() call, so that
+// kf_request_wait_any sees other requests complete.
+constexpr auto kSlice = std::chrono::milliseconds(2);
+
+}  // namespace
+
+struct LaneOp {
+  AsyncOpSpec spec;
+  uint64_t name_hash = 0;
+  uint64_t seq = 0;
+  uint64_t order = 0;
+  uint64_t part_elems = 1;
+  uint32_t parts = 1;
+  uint32_t done_parts = 0;  // driver only (under mu_)
+  int64_t submit_ns = 0;
+  Deadline deadline;
+  std::shared_ptr<AsyncRequest> req;
+  bool ready = false;   // every rank submitted it alike
+  bool warned = false;  // stall warning logged
+  Status result;
+  OpKey key() const { return {name_hash, seq}; }
+  std::string label() const { return "operation '" + spec.name + "' #" + std::to_string(seq); }
+};
+
+struct AsyncLane::Match {
+  std::vector<LaneRecord> rec;  // by local rank
+  std::vector<char> have;
+  int count = 0;
+};
+
+AsyncLane::AsyncLane(Engine* engine, ShmTransport* shm, const LaneOptions& opts, Emit emit,
+                     Reply reply)
+    : engine_(engine),
+      shm_(shm),
+      opts_(opts),
+      emit_(std::move(emit)),
+      reply_(std::move(reply)),
+      log_(
+          [shm] {
+            std::vector<char*> regions;
+            for (int i = 0; i < shm->local_size(); ++i) regions.push_back(shm->lane_region(i));
+            return regions;
+          }(),
+          shm->local_index()),
+      me_(shm->local_index()),
+      n_(shm->local_size()) {
+  thread_ = std::thread([this] { thread_loop(); });
+}
+
+AsyncLane::~AsyncLane() { close(); }
+
+bool AsyncLane::accepts(const AsyncOpSpec& spec) {
+  return spec.kind == kAllReduce && !spec.body &&
+         (spec.strategy < 0 || spec.strategy == static_cast<int32_t>(Strategy::kAuto) ||
+          spec.strategy == static_cast<int32_t>(Strategy::kFlat));
+}
+
+LaneRecord AsyncLane::record_of(const LaneOp& op) const {
+  LaneRecord r;
+  r.name_hash = op.name_hash;
+  r.seq = op.seq;
+  r.count = op.spec.count;
+  r.partition_elems = op.part_elems;
+  r.kind = op.spec.kind;
+  r.dtype = static_cast<int32_t>(op.spec.dtype);
+  r.op = op.spec.op;
+  r.root = op.spec.root;
+  r.strategy = op.spec.strategy;
+  r.priority = op.spec.priority;
+  return r;
+}
+
+// ---- submission -----------------------------------------------------------
+
+void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq,
+                       uint64_t partition_bytes, const std::vector<int>& foreign,
+                       const std::shared_ptr<AsyncRequest>& req) {
+  auto op = std::make_shared<LaneOp>();
+  const size_t es = dtype_size(spec.dtype);
+  const uint64_t pbytes = spec.partition_bytes > 0 ? spec.partition_bytes : partition_bytes;
+  op->part_elems = std::max<uint64_t>(1, pbytes / es);
+  op->parts = static_cast<uint32_t>(
+      std::max<uint64_t>(1, (spec.count + op->part_elems - 1) / op->part_elems));
+  op->name_hash = name_hash;
+  op->seq = seq;
+  op->spec = std::move(spec);
+  op->req = req;
+  op->submit_ns = now_ns();
+  op->deadline = Deadline::after_ms(opts_.timeout_ms);
+  const uint64_t bytes = op->spec.count * es;
+  emit_(AsyncEvent::Type::kSubmit, op->spec.name, seq, 0, op->parts, op->spec.priority, bytes,
+        Status::ok());
+
+  Done done;
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    op->order = next_order_++;
+    if (!foreign.empty()) {
+      op->result = invalid_usage(op->label() + ": ranks called it with different arguments: rank " +
+                                 std::to_string(foreign.front()) +
+                                 " submitted another kind of operation or strategy (this rank: "
+                                 "all_reduce, flat)");
+      for (int src : foreign) replies_.push_back({src, op});
+      foreign_failed_[op->key()] = op;
+      done.push_back(op);
+    } else if (closed_ || !broken_.is_ok()) {
+      op->result = closed_ ? aborted_error("the communicator is being destroyed: cannot run '" +
+                                           op->spec.name + "'")
+                           : Status(broken_.code(), op->label() + ": " + broken_.message());
+      done.push_back(op);
+    } else if (withdrawn_.erase(op->key()) > 0) {
+      op->result = timeout_error(op->label() + " timed out: the ranks that submitted it gave up on it"
+                                 " before this rank did");
+      done.push_back(op);
+    } else {
+      ops_[op->key()] = op;
+      LaneRecord rec = record_of(*op);
+      unpublished_.push_back(rec);
+      flush_unpublished_locked();
+      match_record_locked(me_, rec);
+      wake = bytes > opts_.wake_bytes || thread_asleep_ || !replies_.empty();
+      if (bytes > opts_.wake_bytes) urgent_ = true;
+    }
+  }
+  if (!done.empty()) {
+    complete(done);
+    if (!foreign.empty()) handoff_cv_.notify_all();  // the lane thread sends the replies
+    return;
+  }
+  ring_peers();
+  if (wake) handoff_cv_.notify_all();
+}
+
+void AsyncLane::flush_unpublished_locked() {
+  size_t i = 0;
+  while (i < unpublished_.size() && log_.publish(unpublished_[i])) ++i;
+  unpublished_.erase(unpublished_.begin(), unpublished_.begin() + static_cast<ptrdiff_t>(i));
+}
+
+void AsyncLane::ring_peers() {
+  for (int j = 0; j < n_; ++j) {
+    if (j != me_) shm_->ring(j);
+  }
+}
+
+bool AsyncLane::on_foreign_signature(int src, uint64_t name_hash, uint64_t seq) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = ops_.find({name_hash, seq});
+    if (it == ops_.end()) {
+      // Failed here by an earlier rank's frame: this rank waits for ours too.
+      auto f = foreign_failed_.find({name_hash, seq});
+      if (f == foreign_failed_.end()) return false;
+      replies_.push_back({src, f->second});
+      handoff_cv_.notify_all();
+      return true;
+    }
+    std::shared_ptr<LaneOp> op = it->second;
+    replies_.push_back({src, op});
+    foreign_failed_[op->key()] = op;
+    // (A ready operation cannot meet this: a rank that sent a signature
+    // frame published no record; it then completes as it is.)
+    // On a transport thread: a driver completes it (callbacks run there).
+    if (!op->ready) {
+      fail_locked(op.get(),
+                  invalid_usage(op->label() + ": ranks called it with different arguments: rank " +
+                                std::to_string(src) +
+                                " submitted another kind of operation or strategy (this rank: "
+                                "all_reduce, flat)"),
+                  &finished_);
+    }
+  }
+  handoff_cv_.notify_all();
+  return true;
+}
+
+// ---- matching -------------------------------------------------------------
+
+void AsyncLane::ingest_locked() {
+  LaneRecord r;
+  for (int j = 0; j < n_; ++j) {
+    if (j == me_) continue;
+    while (log_.take(j, &r)) match_record_locked(j, r);
+  }
+}
+
+void AsyncLane::match_record_locked(int local, const LaneRecord& r) {
+  const OpKey key{r.name_hash, r.seq};
+  Match*& m = matches_[key];
+  if (m == nullptr) {
+    m = new Match();
+    m->rec.resize(static_cast<size_t>(n_));
+    m->have.assign(static_cast<size_t>(n_), 0);
+  }
+  if (!m->have[static_cast<size_t>(local)]) {
+    m->have[static_cast<size_t>(local)] = 1;
+    m->rec[static_cast<size_t>(local)] = r;
+    ++m->count;
+  }
+  if (m->count < n_) return;
+  auto it = ops_.find(key);
+  if (it != ops_.end()) check_ready_locked(it->second.get());
+}
+
+namespace {
+SigRecord sig_of(const LaneRecord& r, const std::string& name) {
+  SigRecord s;
+  s.kind = r.kind;
+  s.count = r.count;
+  s.dtype = r.dtype;
+  s.op = r.op;
+  s.root = r.root;
+  s.partition_elems = r.partition_elems;
+  s.strategy = r.strategy;
+  s.name = name;
+  return s;
+}
+}  // namespace
+
+// Every rank's record is in: ready, or a mismatch every rank sees alike.
+void AsyncLane::check_ready_locked(LaneOp* op) {
+  auto mit = matches_.find(op->key());
+  Match* m = mit->second;
+  const SigRecord mine = sig_of(m->rec[static_cast<size_t>(me_)], op->spec.name);
+  std::string diff;
+  for (int j = 0; j < n_ && diff.empty(); ++j) {
+    if (j != me_) diff = sig_difference(mine, me_, sig_of(m->rec[static_cast<size_t>(j)], op->spec.name), j);
+  }
+  delete m;
+  matches_.erase(mit);
+  if (!diff.empty()) {
+    fail_locked(op, invalid_usage(op->label() + ": ranks called it with different arguments: " + diff), &finished_);
+    return;
+  }
+  op->ready = true;
+  ready_.insert({{op->spec.priority, op->order}, op});
+}
+
+std::string AsyncLane::missing_locked(uint64_t name_hash, uint64_t seq) const {
+  auto it = matches_.find({name_hash, seq});
+  std::string out;
+  for (int j = 0; j < n_; ++j) {
+    if (it != matches_.end() && it->second->have[static_cast<size_t>(j)]) continue;
+    if (it == matches_.end() && j == me_) continue;
+    out += (out.empty() ? "" : ", ") + std::to_string(j);
+  }
+  return out;
+}
+
+void AsyncLane::fail_locked(LaneOp* op, const Status& st, Done* done) {
+  auto it = ops_.find(op->key());
+  if (it == ops_.end()) return;
+  op->result = st;
+  if (op->ready) ready_.erase({{op->spec.priority, op->order}, op});
+  done->push_back(std::move(it->second));
+  ops_.erase(it);
+}
+
+void AsyncLane::complete(const Done& done) {
+  for (const auto& op : done) {
+    emit_(AsyncEvent::Type::kFinish, op->spec.name, op->seq, 0, op->parts, op->spec.priority,
+          op->spec.count * dtype_size(op->spec.dtype), op->result);
+    if (op->spec.on_complete) op->spec.on_complete(op->result);
+    op->req->finish(op->result);
+  }
+  if (!done.empty()) completions_.fetch_add(done.size());
+}
+
+// ---- the log --------------------------------------------------------------
+
+// What to append at the log's end: a withdrawal of an operation that timed
+// out unready, else the next partition of the most urgent ready operation.
+bool AsyncLane::decide_locked(LaneEntry* e) {
+  const int64_t now = now_ns();
+  const int64_t warn_ns = opts_.stall_warn_ms * 1000000;
+  for (auto& kv : ops_) {
+    LaneOp* op = kv.second.get();
+    if (op->ready) continue;
+    if (op->deadline.expired()) {
+      *e = LaneEntry{};
+      e->name_hash = op->name_hash;
+      e->seq = op->seq;
+      e->verb = kWithdraw;
+      return true;
+    }
+    if (!op->warned && warn_ns > 0 && now - op->submit_ns >= warn_ns) {
+      op->warned = true;
+      KF_LOG_WARN(op->label() + " was submitted on rank " + std::to_string(me_) + " " +
+                  std::to_string((now - op->submit_ns) / 1000000) +
+                  " ms ago but not yet on rank(s) " + missing_locked(op->name_hash, op->seq));
+    }
+  }
+  if (ready_.empty()) return false;
+  LaneOp* op = ready_.begin()->second;
+  *e = LaneEntry{};
+  e->name_hash = op->name_hash;
+  e->seq = op->seq;
+  e->part = op->done_parts;
+  e->verb = kRun;
+  return true;
+}
+
+Status AsyncLane::run_partition(LaneOp* op, uint32_t part) {
+  const size_t es = dtype_size(op->spec.dtype);
+  const uint64_t begin = static_cast<uint64_t>(part) * op->part_elems;
+  const uint64_t count = op->spec.count > begin ? std::min(op->part_elems, op->spec.count - begin) : 0;
+  const uint64_t bytes = count * es;
+  emit_(AsyncEvent::Type::kStart, op->spec.name, op->seq, part, op->parts, op->spec.priority, bytes,
+        Status::ok());
+  OpSignature s;
+  s.kind = op->spec.kind;
+  s.count = count;
+  s.dtype = static_cast<int32_t>(op->spec.dtype);
+  s.op = op->spec.op;
+  s.root = op->spec.root;
+  OpArena arena(shm_, 1, engine_, Deadline::after_ms(opts_.timeout_ms), &next_buffer_,
+                opts_.single_copy);
+  const char* send = static_cast<const char*>(op->spec.send);
+  char* recv = static_cast<char*>(op->spec.recv);
+  Status st = arena_all_reduce(arena, s.digest(), count > 0 ? send + begin * es : send,
+                               count > 0 ? recv + begin * es : recv, count, op->spec.dtype,
+                               static_cast<kf_op_t>(op->spec.op), opts_.one_shot_bytes);
+  emit_(AsyncEvent::Type::kPartitionDone, op->spec.name, op->seq, part, op->parts,
+        op->spec.priority, bytes, st);
+  return st;
+}
+
+// Processes one log entry (every rank does, in log order).
+void AsyncLane::run_entry(const LaneEntry& e) {
+  Done done;
+  std::shared_ptr<LaneOp> op;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = ops_.find({e.name_hash, e.seq});
+    if (it != ops_.end()) op = it->second;
+    if (e.verb == kWithdraw) {
+      if (op) {
+        fail_locked(op.get(),
+                    timeout_error(op->label() + " timed out after " +
+                                  std::to_string(opts_.timeout_ms) + " ms: rank(s) " +
+                                  missing_locked(e.name_hash, e.seq) + " never submitted it"),
+                    &done);
+      } else {
+        withdrawn_.insert({e.name_hash, e.seq});
+      }
+    }
+  }
+  if (e.verb == kRun) {
+    Status st = op && op->ready && e.part == op->done_parts
+                    ? run_partition(op.get(), e.part)
+                    : internal_error("the asynchronous shared-memory lane lost its order (entry " +
+                                     std::to_string(pos_) + ")");
+    if (!st.is_ok()) {
+      // The ranks' barriers are out of step: nothing can run on the lane
+      // (nor on the communicator) any more.
+      engine_->abort(st);
+      on_broken(st);
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (++op->done_parts == op->parts) {
+      ready_.erase({{op->spec.priority, op->order}, op.get()});
+      op->result = Status::ok();
+      ops_.erase(op->key());
+      done.push_back(op);
+    }
+  }
+  complete(done);
+}
+
+// One step of the driver: true if it did something.
+bool AsyncLane::step() {
+  Done done;
+  std::vector<Pending> replies;
+  LaneEntry e;
+  bool have = false, appended = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done.swap(finished_);
+    replies.swap(replies_);
+    if (broken_.is_ok()) {
+      flush_unpublished_locked();
+      ingest_locked();
+      done.insert(done.end(), finished_.begin(), finished_.end());
+      finished_.clear();
+      have = log_.entry(pos_, &e);
+      if (!have && decide_locked(&e)) {
+        have = appended = log_.append(pos_, e);
+        if (!have) have = log_.entry(pos_, &e);  // another rank appended first
+      }
+    }
+  }
+  for (auto& r : replies) {
+    reply_(r.peer, r.op->spec, r.op->name_hash, r.op->seq, r.op->part_elems);
+  }
+  complete(done);
+  if (!have) return !done.empty() || !replies.empty();
+  if (appended) ring_peers();
+  run_entry(e);
+  ++pos_;
+  log_.processed(pos_);
+  return true;
+}
+
+// ---- driving --------------------------------------------------------------
+
+void AsyncLane::drive(const std::function<bool()>& stop) {
+  auto spin_until = Clock::now() + kSpin;
+  unsigned polls = 0;
+  while (!stop()) {
+    if (step()) {
+      spin_until = Clock::now() + kSpin;
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!broken_.is_ok() || closed_) return;
+    }
+    // Shared memory has no progress thread: read the peer rings now and
+    // then, so that frames for this rank (a peer's signature frame for an
+    // operation it ran on the message path) arrive while it waits here.
+    if ((++polls & 63) == 0 && shm_->progress()) continue;
+    if (Clock::now() < spin_until) {
+      if ((polls & 255) == 0) {
+        sched_yield();
+      } else {
+        KF_LANE_RELAX();
+      }
+      continue;
+    }
+    if (shm_->progress()) continue;
+    Doorbell* bell = shm_->bell();
+    uint32_t token = bell->prepare();
+    if (!log_.news(pos_) && !stop()) bell->sleep(token, kSleepMs);
+    bell->done();
+  }
+}
+
+bool AsyncLane::help(const std::shared_ptr<AsyncRequest>& req) {
+  if (req->done()) return false;
+  const uint64_t seen = completions_.load();
+  want_.fetch_add(1);
+  if (driver_mu_.try_lock()) {
+    const auto until = Clock::now() + kSlice;
+    drive([&] {
+      return req->done() || completions_.load() != seen || Clock::now() >= until;
+    });
+    driver_mu_.unlock();
+  } else {
+    shm_->ring(me_);  // a driver asleep on the bell sees want_ and hands over
+    std::unique_lock<std::mutex> lock(mu_);
+    handoff_cv_.wait_for(lock, std::chrono::milliseconds(1));
+  }
+  want_.fetch_sub(1);
+  return !req->done();
+}
+
+void AsyncLane::poll() {
+  if (!driver_mu_.try_lock()) return;
+  step();
+  driver_mu_.unlock();
+}
+
+void AsyncLane::thread_loop() {
+  const auto cycle = std::chrono::microseconds(std::max<int64_t>(1, opts_.cycle_us));
+  std::unique_lock<std::mutex> lock(mu_);
+  int64_t idle_since = now_ns();
+  while (!closed_) {
+    const bool work = !ops_.empty() || !unpublished_.empty() || !replies_.empty() ||
+                      !finished_.empty();
+    if (!work) {
+      urgent_ = false;
+      if (now_ns() - idle_since > kLingerNs) {
+        thread_asleep_ = true;
+        handoff_cv_.wait(lock);
+        thread_asleep_ = false;
+      } else {
+        handoff_cv_.wait_for(lock, cycle);
+      }
+      continue;
+    }
+    idle_since = now_ns();
+    if (!urgent_ && replies_.empty() && finished_.empty()) {
+      // Small operations: their waiter usually drives; give it a cycle.
+      handoff_cv_.wait_for(lock, cycle);
+      if (closed_ || (!urgent_ && want_.load() > 0)) continue;
+    }
+    urgent_ = false;
+    if (want_.load() > 0 && replies_.empty() && finished_.empty()) continue;
+    lock.unlock();
+    if (driver_mu_.try_lock()) {
+      drive([this] {
+        if (want_.load() > 0) return true;
+        std::lock_guard<std::mutex> l(mu_);
+        return closed_ || (ops_.empty() && unpublished_.empty() && replies_.empty() &&
+                           finished_.empty());
+      });
+      driver_mu_.unlock();
+    }
+    lock.lock();
+    handoff_cv_.notify_all();  // waiters may drive now
+  }
+}
+
+// ---- failure and shutdown -------------------------------------------------
+
+void AsyncLane::on_broken(const Status& why) {
+  Done done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (broken_.is_ok()) broken_ = why.is_ok() ? internal_error("lane broken") : why;
+    while (!ops_.empty()) {
+      LaneOp* op = ops_.begin()->second.get();
+      fail_locked(op, Status(broken_.code(), op->label() + ": " + broken_.message()), &done);
+    }
+    // Completion callbacks must not run on a transport thread (this may be
+    // one): the lane thread runs them.
+    for (auto& d : done) finished_.push_back(std::move(d));
+  }
+  handoff_cv_.notify_all();
+}
+
+size_t AsyncLane::pending() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ops_.size() + finished_.size();
+}
+
+void AsyncLane::close() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_ && !thread_.joinable()) return;
+  }
+  on_broken(aborted_error("the communicator was destroyed with operations pending"));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+  }
+  handoff_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  // Whatever the lane thread did not complete (it stops at closed_).
+  Done done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done.swap(finished_);
+    replies_.clear();
+  }
+  complete(done);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& kv : matches_) delete kv.second;
+  matches_.clear();
+}
+
+}  // namespace kf

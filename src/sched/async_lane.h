@@ -1,0 +1,175 @@
+// AsyncLane: asynchronous all_reduce on a communicator whose ranks all share
+// one host, through the shared-memory arena of the blocking all_reduce
+// (algo/shm_collectives.h, staging area 1, so it never meets a blocking
+// call's buffers), in an order the ranks agree on through shared memory
+// (transport/shm/lane_log.h), without a coordinator.
+//
+// Life of a lane operation
+//  1. submit() publishes a record (signature and priority) in this rank's
+//     ring and rings the peers. It never blocks.
+//  2. Matching: a driver (5.) reads the peers' records. An operation is
+//     ready once every local rank published it. Records that disagree
+//     (count, dtype, op, partition size, strategy) fail it on every rank
+//     with a text saying what differs; it never runs.
+//  3. Order: a driver with nothing to run appends the next partition of
+//     the most urgent ready operation (priority, then the appender's
+//     submission order: any rank's choice will do, since the log is one) to
+//     the shared log. Every rank runs the log's partitions in log order, one
+//     at a time, through the arena. So an urgent operation overtakes the
+//     queued partitions of bulky ones at the next partition boundary, and
+//     the bytes in flight are one partition (the credit window).
+//  4. Timeout: a driver whose operation passed its deadline unready appends
+//     a withdrawal; every rank that submitted it fails it with the timeout,
+//     naming the ranks that never did, and a rank that submits it later
+//     fails it at once. A stall warning is logged after KF_STALL_WARN_MS.
+//  5. Driving: one thread of a rank at a time: a thread in
+//     kf_request_wait (help()), so a small operation completes on the
+//     waiting thread with no hand-off, else the lane thread, woken at once
+//     for operations above the fusion threshold and after a cycle
+//     (KF_FUSION_CYCLE_US) for small ones (whose waiter usually drives).
+// A failure inside a partition (a peer lost, a barrier timeout) leaves the
+// ranks' barriers out of step: the communicator breaks, as it does for the
+// blocking arena.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "base/deadline.h"
+#include "base/status.h"
+#include "sched/async_engine.h"
+#include "sched/engine.h"
+#include "transport/shm/lane_log.h"
+#include "transport/shm/shm_transport.h"
+
+namespace kf {
+
+struct LaneOp;
+
+struct LaneOptions {
+  int64_t timeout_ms = -1;    // per operation; -1: none
+  int64_t stall_warn_ms = 0;  // 0: no warnings
+  bool single_copy = false;   // the communicator's agreed single-copy mode
+  size_t one_shot_bytes = 0;  // KF_SHM_ONE_SHOT_BYTES
+  uint64_t wake_bytes = 16384;  // operations above this wake the lane thread
+  int64_t cycle_us = 1000;      // else the lane thread drives after this
+};
+
+class AsyncLane {
+ public:
+  // Sinks into the engine: trace events, and the signature frame a peer
+  // that ran the operation on the message path needs to see the mismatch.
+  using Emit = std::function<void(AsyncEvent::Type, const std::string& name, uint64_t seq,
+                                  uint32_t partition, uint32_t partitions, int32_t priority,
+                                  uint64_t bytes, const Status& st)>;
+  using Reply = std::function<void(int peer, const AsyncOpSpec& spec, uint64_t name_hash,
+                                   uint64_t seq, uint64_t partition_elems)>;
+
+  // `engine` and `shm` outlive the lane; shm has a lane region.
+  AsyncLane(Engine* engine, ShmTransport* shm, const LaneOptions& opts, Emit emit, Reply reply);
+  ~AsyncLane();  // close()
+
+  // The region size for ShmOptions::lane_bytes.
+  static size_t region_bytes(int local_size) { return LaneLog::region_bytes(local_size); }
+
+  // Whether `spec` runs here: an all_reduce with the flat or automatic
+  // strategy and no body of its own. The same answer on every rank.
+  static bool accepts(const AsyncOpSpec& spec);
+
+  // Submits `spec` as (name_hash, seq), completing `req`. `foreign`: ranks
+  // whose signature frame for this name and sequence already arrived (they
+  // ran something else under it: a mismatch). `partition_bytes`: the
+  // engine's partition size.
+  void submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint64_t partition_bytes,
+              const std::vector<int>& foreign, const std::shared_ptr<AsyncRequest>& req);
+
+  // A peer's signature frame for (name_hash, seq) arrived: if that is a lane
+  // operation here, it fails (the peer submitted another kind). Returns
+  // whether it was one.
+  bool on_foreign_signature(int src, uint64_t name_hash, uint64_t seq);
+
+  // For kf_request_wait: drives the lane on the calling thread for a slice
+  // of time, until `req` (a lane request) or another operation completes,
+  // or waits a little while another thread drives. True while `req` is not
+  // done (call again).
+  bool help(const std::shared_ptr<AsyncRequest>& req);
+  // For kf_request_test: one non-blocking step if no thread drives.
+  void poll();
+
+  // The communicator broke: every pending operation fails with `why`.
+  void on_broken(const Status& why);
+  // Operations still pending.
+  size_t pending() const;
+  // Fails what is pending with KF_ERR_ABORTED and stops the lane thread.
+  void close();
+
+ private:
+  struct Match;
+  struct Pending {  // a signature frame owed to a peer (see Reply)
+    int peer;
+    std::shared_ptr<LaneOp> op;
+  };
+  using Done = std::vector<std::shared_ptr<LaneOp>>;
+  bool step();
+  void ingest_locked();
+  void match_record_locked(int local, const LaneRecord& r);
+  void check_ready_locked(LaneOp* op);
+  void run_entry(const LaneEntry& e);
+  Status run_partition(LaneOp* op, uint32_t part);
+  bool decide_locked(LaneEntry* e);
+  void fail_locked(LaneOp* op, const Status& st, Done* done);
+  void complete(const Done& done);
+  void flush_unpublished_locked();
+  void ring_peers();
+  void drive(const std::function<bool()>& stop);
+  void thread_loop();
+  std::string missing_locked(uint64_t name_hash, uint64_t seq) const;
+  LaneRecord record_of(const LaneOp& op) const;
+
+  Engine* const engine_;
+  ShmTransport* const shm_;
+  const LaneOptions opts_;
+  const Emit emit_;
+  const Reply reply_;
+  LaneLog log_;
+  const int me_;  // local index
+  const int n_;   // local ranks (== communicator size)
+  int next_buffer_ = 0;  // staging buffer alternation of area 1 (driver only)
+  uint64_t pos_ = 0;     // log entries processed (driver only)
+
+  mutable std::mutex mu_;
+  std::map<OpKey, std::shared_ptr<LaneOp>> ops_;  // pending here
+  std::map<OpKey, Match*> matches_;               // records seen, by operation
+  std::set<std::pair<std::pair<int32_t, uint64_t>, LaneOp*>> ready_;  // (priority, order)
+  std::set<OpKey> withdrawn_;   // withdrawn before this rank submitted them
+  std::vector<LaneRecord> unpublished_;  // this rank's ring was full
+  std::vector<Pending> replies_;         // sent by the next driver step
+  // Failed because peers ran them on the message path; later frames from
+  // other peers get a reply too. Only the rare mismatches land here.
+  std::map<OpKey, std::shared_ptr<LaneOp>> foreign_failed_;
+  Done finished_;  // failed off the driver (e.g. on a transport thread): completed by a driver
+  std::atomic<uint64_t> completions_{0};  // operations completed so far
+  uint64_t next_order_ = 0;
+  bool closed_ = false;
+  Status broken_;
+
+  // Driving: one thread at a time holds driver_mu_.
+  std::mutex driver_mu_;
+  std::atomic<int> want_{0};  // threads in wait() that want to drive
+  std::condition_variable handoff_cv_;  // waiters and the lane thread; with mu_
+  bool urgent_ = false;  // an operation wants the lane thread now; mu_
+  bool thread_asleep_ = false;  // the lane thread sleeps until notified; mu_
+  std::thread thread_;
+};
+
+}  // namespace kf

@@ -1,0 +1,120 @@
+#include "transport/shm/lane_log.h"
+
+#include <cstring>
+#include <utility>
+
+namespace kf {
+
+// Region layout: Header, one read cursor per writer (each on its own cache
+// line), the record ring, LogHeader and the entries (used in local rank 0's
+// region only).
+struct alignas(64) LaneLog::Header {
+  std::atomic<uint64_t> published{0};  // records written to this rank's ring
+  char pad1[56];
+  std::atomic<uint64_t> processed{0};  // log entries this rank has processed
+  char pad2[56];
+};
+
+struct alignas(64) LaneLog::LogHeader {
+  std::atomic<uint64_t> length{0};  // entries appended
+  char pad1[56];
+  std::atomic<uint32_t> lock{0};
+  char pad2[60];
+};
+
+namespace {
+constexpr size_t kCursorBytes = 64;
+}
+
+static_assert(sizeof(std::atomic<uint64_t>) == 8 && std::atomic<uint64_t>::is_always_lock_free,
+              "shared cursors must be lock free");
+
+size_t LaneLog::region_bytes(int local_size) {
+  return sizeof(Header) + static_cast<size_t>(local_size) * kCursorBytes +
+         kRecords * sizeof(LaneRecord) + sizeof(LogHeader) + kEntries * sizeof(LaneEntry);
+}
+
+LaneLog::LaneLog(std::vector<char*> regions, int me)
+    : regions_(std::move(regions)), me_(me), next_take_(regions_.size(), 0) {}
+
+LaneLog::Header* LaneLog::header(int local) const {
+  return reinterpret_cast<Header*>(regions_[static_cast<size_t>(local)]);
+}
+
+std::atomic<uint64_t>* LaneLog::read_of(int reader, int writer) const {
+  return reinterpret_cast<std::atomic<uint64_t>*>(regions_[static_cast<size_t>(reader)] +
+                                                  sizeof(Header) +
+                                                  static_cast<size_t>(writer) * kCursorBytes);
+}
+
+LaneRecord* LaneLog::records(int local) const {
+  return reinterpret_cast<LaneRecord*>(regions_[static_cast<size_t>(local)] + sizeof(Header) +
+                                       regions_.size() * kCursorBytes);
+}
+
+LaneLog::LogHeader* LaneLog::log() const {
+  return reinterpret_cast<LogHeader*>(reinterpret_cast<char*>(records(0)) +
+                                      kRecords * sizeof(LaneRecord));
+}
+
+LaneEntry* LaneLog::entries() const { return reinterpret_cast<LaneEntry*>(log() + 1); }
+
+bool LaneLog::publish(const LaneRecord& r) {
+  Header* h = header(me_);
+  const uint64_t n = h->published.load(std::memory_order_relaxed);
+  for (int j = 0; j < size(); ++j) {
+    if (j != me_ && n - read_of(j, me_)->load(std::memory_order_acquire) >= kRecords) return false;
+  }
+  std::memcpy(&records(me_)[n % kRecords], &r, sizeof(r));
+  h->published.store(n + 1, std::memory_order_release);
+  return true;
+}
+
+bool LaneLog::take(int local, LaneRecord* out) {
+  uint64_t& next = next_take_[static_cast<size_t>(local)];
+  if (header(local)->published.load(std::memory_order_acquire) <= next) return false;
+  std::memcpy(out, &records(local)[next % kRecords], sizeof(*out));
+  ++next;
+  read_of(me_, local)->store(next, std::memory_order_release);
+  return true;
+}
+
+bool LaneLog::entry(uint64_t pos, LaneEntry* out) const {
+  if (log()->length.load(std::memory_order_acquire) <= pos) return false;
+  std::memcpy(out, &entries()[pos % kEntries], sizeof(*out));
+  return true;
+}
+
+bool LaneLog::append(uint64_t pos, const LaneEntry& e) {
+  LogHeader* lg = log();
+  if (lg->length.load(std::memory_order_acquire) != pos) return false;
+  for (int j = 0; j < size(); ++j) {
+    if (pos - header(j)->processed.load(std::memory_order_acquire) >= kEntries) return false;
+  }
+  uint32_t unlocked = 0;
+  if (!lg->lock.compare_exchange_strong(unlocked, 1, std::memory_order_acquire)) return false;
+  const bool ours = lg->length.load(std::memory_order_relaxed) == pos;
+  if (ours) {
+    std::memcpy(&entries()[pos % kEntries], &e, sizeof(e));
+    lg->length.store(pos + 1, std::memory_order_release);
+  }
+  lg->lock.store(0, std::memory_order_release);
+  return ours;
+}
+
+void LaneLog::processed(uint64_t pos) {
+  header(me_)->processed.store(pos, std::memory_order_release);
+}
+
+bool LaneLog::news(uint64_t pos) const {
+  if (log()->length.load(std::memory_order_acquire) > pos) return true;
+  for (int j = 0; j < size(); ++j) {
+    if (j != me_ &&
+        header(j)->published.load(std::memory_order_acquire) > next_take_[static_cast<size_t>(j)]) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace kf

@@ -1,0 +1,101 @@
+// LaneLog: how the ranks of one host agree, through shared memory and
+// without a coordinator, on one order of named operations.
+//
+// Every rank publishes what it submits as fixed-size records in a ring of
+// its own (one producer, read by every other local rank). Decisions go to
+// one shared log, kept in local rank 0's region: an entry names an
+// operation (and a piece of it), and every rank processes the entries in
+// log order. Any rank that sees something to decide appends it; appenders
+// are ordered by a try-lock held for a few stores (a rank that dies holding
+// it blocks appends, never a reader: the communicator's timeouts end it).
+// A record or an entry is reused only once every rank has read it.
+//
+// The log knows bytes, not operations: sched/async_lane.h gives the
+// records and entries their meaning.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace kf {
+
+// An operation as one rank submitted it (64 bytes).
+struct LaneRecord {
+  uint64_t name_hash = 0;
+  uint64_t seq = 0;
+  uint64_t count = 0;
+  uint64_t partition_elems = 0;
+  uint32_t kind = 0;
+  int32_t dtype = 0;
+  int32_t op = 0;
+  int32_t root = -1;
+  int32_t strategy = -1;
+  int32_t priority = 0;
+  uint32_t reserved[2] = {0, 0};
+};
+static_assert(sizeof(LaneRecord) == 64, "one cache line");
+
+// A decision every rank processes in log order (32 bytes).
+struct LaneEntry {
+  uint64_t name_hash = 0;
+  uint64_t seq = 0;
+  uint32_t part = 0;  // the piece of the operation
+  uint32_t verb = 0;  // its meaning is the user's
+  uint64_t reserved = 0;
+};
+static_assert(sizeof(LaneEntry) == 32, "half a cache line");
+
+class LaneLog {
+ public:
+  static constexpr uint64_t kRecords = 1024;  // per rank's ring
+  static constexpr uint64_t kEntries = 1024;  // in the log
+
+  // Bytes of one rank's region for `local_size` local ranks (a multiple of
+  // 64). A region must be zeroed before first use.
+  static size_t region_bytes(int local_size);
+
+  // `regions`: every local rank's region, mapped here, by local index;
+  // `me`: this rank's local index.
+  LaneLog(std::vector<char*> regions, int me);
+
+  int size() const { return static_cast<int>(regions_.size()); }
+  int me() const { return me_; }
+
+  // Publishes a record in this rank's ring. False when the ring is full (a
+  // peer has not read the record kRecords back yet): try again later.
+  // One thread at a time.
+  bool publish(const LaneRecord& r);
+  // Takes the next unread record of local rank `local`'s ring. One thread
+  // at a time.
+  bool take(int local, LaneRecord* out);
+
+  // Entry `pos` of the log, if it has been appended.
+  bool entry(uint64_t pos, LaneEntry* out) const;
+  // Appends `e` as entry `pos`: only if the log holds exactly `pos` entries
+  // and every rank has processed entry pos - kEntries. False otherwise
+  // (someone appended first, a rank lags, or the lock is held): read the
+  // log again.
+  bool append(uint64_t pos, const LaneEntry& e);
+  // This rank has processed entries [0, pos).
+  void processed(uint64_t pos);
+  // Whether anything is new for a reader at log position `pos`: an entry
+  // to process or a peer's record to take (for the check before sleeping).
+  bool news(uint64_t pos) const;
+
+ private:
+  struct Header;
+  struct LogHeader;
+  Header* header(int local) const;
+  std::atomic<uint64_t>* read_of(int reader, int writer) const;
+  LaneRecord* records(int local) const;
+  LogHeader* log() const;
+  LaneEntry* entries() const;
+
+  std::vector<char*> regions_;
+  int me_;
+  std::vector<uint64_t> next_take_;  // per writer: the next record to take
+};
+
+}  // namespace kf
