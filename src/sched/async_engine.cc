@@ -35,10 +35,7 @@ constexpr uint64_t kSigPartition = AsyncEngine::kPartitionMask;
 
 // ---- AsyncRequest ---------------------------------------------------------
 
-bool AsyncRequest::done() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return done_;
-}
+bool AsyncRequest::done() const { return done_.load(std::memory_order_acquire); }
 
 Status AsyncRequest::status() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -49,13 +46,13 @@ void AsyncRequest::wait(const std::function<bool()>& help) {
   while (!done() && help && help()) {
   }
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [this] { return done_; });
+  cv_.wait(lock, [this] { return done_.load(std::memory_order_relaxed); });
 }
 
 void AsyncRequest::finish(const Status& st) {
   std::lock_guard<std::mutex> lock(mu_);
   status_ = st;
-  done_ = true;
+  done_.store(true, std::memory_order_release);  // after status_: done() needs no lock
   cv_.notify_all();
 }
 

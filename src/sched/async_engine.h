@@ -174,7 +174,7 @@ class AsyncRequest {
   bool lane_ = false;      // runs on the shared-memory lane (set before it is shared)
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  bool done_ = false;
+  std::atomic<bool> done_{false};
   Status status_;
 };
 

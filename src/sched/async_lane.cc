@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 
+#include "algo/reduce_kernels.h"
 #include "algo/shm_collectives.h"
 #include "algo/strategy.h"
 #include "base/dtype.h"
@@ -39,6 +41,12 @@ constexpr int kSleepMs = 5;
 // A waiter drives for at most this long per help() call, so that
 // kf_request_wait_any sees other requests complete.
 constexpr auto kSlice = std::chrono::milliseconds(2);
+// How long a large operation waits for a thread to drive it before the lane
+// thread does (a training step's backward pass submits and computes on).
+constexpr auto kGrace = std::chrono::microseconds(200);
+// While threads in help() drive, the lane thread looks only every this many
+// cycles (each look preempts a spinning driver on a busy machine).
+constexpr int kWaiterCycles = 8;
 
 }  // namespace
 
@@ -51,19 +59,13 @@ struct LaneOp {
   uint32_t parts = 1;
   uint32_t done_parts = 0;  // driver only (under mu_)
   int64_t submit_ns = 0;
-  Deadline deadline;
+  int64_t deadline_ns = INT64_MAX;  // steady clock; INT64_MAX: none
   std::shared_ptr<AsyncRequest> req;
   bool ready = false;   // every rank submitted it alike
   bool warned = false;  // stall warning logged
   Status result;
   OpKey key() const { return {name_hash, seq}; }
   std::string label() const { return "operation '" + spec.name + "' #" + std::to_string(seq); }
-};
-
-struct AsyncLane::Match {
-  std::vector<LaneRecord> rec;  // by local rank
-  std::vector<char> have;
-  int count = 0;
 };
 
 AsyncLane::AsyncLane(Engine* engine, ShmTransport* shm, const LaneOptions& opts, Emit emit,
@@ -124,7 +126,7 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq,
   op->spec = std::move(spec);
   op->req = req;
   op->submit_ns = now_ns();
-  op->deadline = Deadline::after_ms(opts_.timeout_ms);
+  if (opts_.timeout_ms >= 0) op->deadline_ns = op->submit_ns + opts_.timeout_ms * 1000000;
   const uint64_t bytes = op->spec.count * es;
   emit_(AsyncEvent::Type::kSubmit, op->spec.name, seq, 0, op->parts, op->spec.priority, bytes,
         Status::ok());
@@ -154,20 +156,28 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq,
     } else {
       ops_[op->key()] = op;
       LaneRecord rec = record_of(*op);
+      if (bytes > 0 && bytes <= LaneRecord::kPayloadBytes) std::memcpy(rec.payload, op->spec.send, bytes);
       unpublished_.push_back(rec);
       flush_unpublished_locked();
       match_record_locked(me_, rec);
-      wake = bytes > opts_.wake_bytes || thread_asleep_ || !replies_.empty();
+      done.swap(finished_);  // a tiny operation whose peers' records were all in
       if (bytes > opts_.wake_bytes) urgent_ = true;
+      // Wake the lane thread only out of a wait that this changes (no
+      // system call per submission while it waits out a grace or drives).
+      // Nor while a waiter drives or just did (it will be back).
+      const bool waiter = want_.load() > 0 ||
+                          op->submit_ns - waiter_drove_ns_.load() <
+                              std::chrono::nanoseconds(kGrace).count();
+      wake = thread_wait_ == ThreadWait::kIdle ||
+             (urgent_ && !waiter && thread_wait_ == ThreadWait::kCycle);
     }
   }
-  if (!done.empty()) {
-    complete(done);
-    if (!foreign.empty()) handoff_cv_.notify_all();  // the lane thread sends the replies
-    return;
-  }
+  dirty_.store(true);
+  if (!foreign.empty()) thread_cv_.notify_one();  // the lane thread sends the replies
+  complete(done);
+  if (!foreign.empty()) return;
   ring_peers();
-  if (wake) handoff_cv_.notify_all();
+  if (wake) thread_cv_.notify_one();
 }
 
 void AsyncLane::flush_unpublished_locked() {
@@ -191,7 +201,8 @@ bool AsyncLane::on_foreign_signature(int src, uint64_t name_hash, uint64_t seq) 
       auto f = foreign_failed_.find({name_hash, seq});
       if (f == foreign_failed_.end()) return false;
       replies_.push_back({src, f->second});
-      handoff_cv_.notify_all();
+      dirty_.store(true);
+      thread_cv_.notify_one();
       return true;
     }
     std::shared_ptr<LaneOp> op = it->second;
@@ -201,7 +212,7 @@ bool AsyncLane::on_foreign_signature(int src, uint64_t name_hash, uint64_t seq) 
     // frame published no record; it then completes as it is.)
     // On a transport thread: a driver completes it (callbacks run there).
     if (!op->ready) {
-      fail_locked(op.get(),
+      end_locked(op.get(),
                   invalid_usage(op->label() + ": ranks called it with different arguments: rank " +
                                 std::to_string(src) +
                                 " submitted another kind of operation or strategy (this rank: "
@@ -209,7 +220,8 @@ bool AsyncLane::on_foreign_signature(int src, uint64_t name_hash, uint64_t seq) 
                   &finished_);
     }
   }
-  handoff_cv_.notify_all();
+  dirty_.store(true);
+  thread_cv_.notify_one();
   return true;
 }
 
@@ -225,18 +237,17 @@ void AsyncLane::ingest_locked() {
 
 void AsyncLane::match_record_locked(int local, const LaneRecord& r) {
   const OpKey key{r.name_hash, r.seq};
-  Match*& m = matches_[key];
-  if (m == nullptr) {
-    m = new Match();
-    m->rec.resize(static_cast<size_t>(n_));
-    m->have.assign(static_cast<size_t>(n_), 0);
+  Match& m = matches_[key];
+  if (m.rec.empty()) {
+    m.rec.resize(static_cast<size_t>(n_));
+    m.have.assign(static_cast<size_t>(n_), 0);
   }
-  if (!m->have[static_cast<size_t>(local)]) {
-    m->have[static_cast<size_t>(local)] = 1;
-    m->rec[static_cast<size_t>(local)] = r;
-    ++m->count;
+  if (!m.have[static_cast<size_t>(local)]) {
+    m.have[static_cast<size_t>(local)] = 1;
+    m.rec[static_cast<size_t>(local)] = r;
+    ++m.count;
   }
-  if (m->count < n_) return;
+  if (m.count < n_) return;
   auto it = ops_.find(key);
   if (it != ops_.end()) check_ready_locked(it->second.get());
 }
@@ -256,21 +267,43 @@ SigRecord sig_of(const LaneRecord& r, const std::string& name) {
 }
 }  // namespace
 
-// Every rank's record is in: ready, or a mismatch every rank sees alike.
+// Every rank's record is in: a mismatch every rank sees alike, or ready. A
+// tiny operation (its data in the records) completes here and now: every
+// rank reduces the same records in rank order, so no log entry is needed.
 void AsyncLane::check_ready_locked(LaneOp* op) {
   auto mit = matches_.find(op->key());
-  Match* m = mit->second;
-  const SigRecord mine = sig_of(m->rec[static_cast<size_t>(me_)], op->spec.name);
+  Match& m = mit->second;
+  const LaneRecord& mine = m.rec[static_cast<size_t>(me_)];
   std::string diff;
   for (int j = 0; j < n_ && diff.empty(); ++j) {
-    if (j != me_) diff = sig_difference(mine, me_, sig_of(m->rec[static_cast<size_t>(j)], op->spec.name), j);
+    const LaneRecord& r = m.rec[static_cast<size_t>(j)];
+    if (j == me_ || (r.count == mine.count && r.partition_elems == mine.partition_elems &&
+                     r.kind == mine.kind && r.dtype == mine.dtype && r.op == mine.op &&
+                     r.root == mine.root && r.strategy == mine.strategy)) {
+      continue;
+    }
+    diff = sig_difference(sig_of(mine, op->spec.name), me_, sig_of(r, op->spec.name), j);
   }
-  delete m;
-  matches_.erase(mit);
   if (!diff.empty()) {
-    fail_locked(op, invalid_usage(op->label() + ": ranks called it with different arguments: " + diff), &finished_);
+    matches_.erase(mit);
+    end_locked(op, invalid_usage(op->label() + ": ranks called it with different arguments: " + diff),
+                &finished_);
     return;
   }
+  const uint64_t bytes = op->spec.count * dtype_size(op->spec.dtype);
+  if (bytes > 0 && bytes <= LaneRecord::kPayloadBytes) {
+    const kf_op_t rop = static_cast<kf_op_t>(op->spec.op);
+    const size_t count = static_cast<size_t>(op->spec.count);
+    reduce_to(op->spec.dtype, rop, op->spec.recv, m.rec[0].payload, m.rec[1].payload, count);
+    for (int j = 2; j < n_; ++j) {
+      reduce_into(op->spec.dtype, rop, op->spec.recv, m.rec[static_cast<size_t>(j)].payload, count);
+    }
+    if (rop == KF_AVG) finish_average(op->spec.dtype, op->spec.recv, count, n_);
+    matches_.erase(mit);
+    end_locked(op, Status::ok(), &finished_);  // completes it
+    return;
+  }
+  matches_.erase(mit);
   op->ready = true;
   ready_.insert({{op->spec.priority, op->order}, op});
 }
@@ -279,14 +312,15 @@ std::string AsyncLane::missing_locked(uint64_t name_hash, uint64_t seq) const {
   auto it = matches_.find({name_hash, seq});
   std::string out;
   for (int j = 0; j < n_; ++j) {
-    if (it != matches_.end() && it->second->have[static_cast<size_t>(j)]) continue;
+    if (it != matches_.end() && it->second.have[static_cast<size_t>(j)]) continue;
     if (it == matches_.end() && j == me_) continue;
     out += (out.empty() ? "" : ", ") + std::to_string(j);
   }
   return out;
 }
 
-void AsyncLane::fail_locked(LaneOp* op, const Status& st, Done* done) {
+// Ends `op` with `st` (success too): out of the tables, onto `done`.
+void AsyncLane::end_locked(LaneOp* op, const Status& st, Done* done) {
   auto it = ops_.find(op->key());
   if (it == ops_.end()) return;
   op->result = st;
@@ -315,7 +349,7 @@ bool AsyncLane::decide_locked(LaneEntry* e) {
   for (auto& kv : ops_) {
     LaneOp* op = kv.second.get();
     if (op->ready) continue;
-    if (op->deadline.expired()) {
+    if (now >= op->deadline_ns) {
       *e = LaneEntry{};
       e->name_hash = op->name_hash;
       e->seq = op->seq;
@@ -374,7 +408,7 @@ void AsyncLane::run_entry(const LaneEntry& e) {
     if (it != ops_.end()) op = it->second;
     if (e.verb == kWithdraw) {
       if (op) {
-        fail_locked(op.get(),
+        end_locked(op.get(),
                     timeout_error(op->label() + " timed out after " +
                                   std::to_string(opts_.timeout_ms) + " ms: rank(s) " +
                                   missing_locked(e.name_hash, e.seq) + " never submitted it"),
@@ -407,8 +441,11 @@ void AsyncLane::run_entry(const LaneEntry& e) {
   complete(done);
 }
 
-// One step of the driver: true if it did something.
+// One step of the driver: true if it did something. Without news (a peer's
+// record or a log entry) or a local change (dirty_), it looks at the clock
+// (deadlines, warnings) only every 64th call.
 bool AsyncLane::step() {
+  if (!dirty_.exchange(false) && !log_.news(pos_) && (++quiet_steps_ & 63) != 0) return false;
   Done done;
   std::vector<Pending> replies;
   LaneEntry e;
@@ -433,17 +470,22 @@ bool AsyncLane::step() {
     reply_(r.peer, r.op->spec, r.op->name_hash, r.op->seq, r.op->part_elems);
   }
   complete(done);
-  if (!have) return !done.empty() || !replies.empty();
+  if (!have) {
+    if (done.empty() && replies.empty()) return false;
+    dirty_.store(true);  // the next step looks again at once
+    return true;
+  }
   if (appended) ring_peers();
   run_entry(e);
   ++pos_;
   log_.processed(pos_);
+  dirty_.store(true);
   return true;
 }
 
 // ---- driving --------------------------------------------------------------
 
-void AsyncLane::drive(const std::function<bool()>& stop) {
+void AsyncLane::drive(const std::function<bool()>& stop, Clock::time_point until) {
   auto spin_until = Clock::now() + kSpin;
   unsigned polls = 0;
   while (!stop()) {
@@ -451,26 +493,28 @@ void AsyncLane::drive(const std::function<bool()>& stop) {
       spin_until = Clock::now() + kSpin;
       continue;
     }
+    if ((++polls & 15) != 0) {  // the clock and the locks only now and then
+      KF_LANE_RELAX();
+      continue;
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!broken_.is_ok() || closed_) return;
     }
+    const auto now = Clock::now();
+    if (now >= until) return;
     // Shared memory has no progress thread: read the peer rings now and
     // then, so that frames for this rank (a peer's signature frame for an
     // operation it ran on the message path) arrive while it waits here.
-    if ((++polls & 63) == 0 && shm_->progress()) continue;
-    if (Clock::now() < spin_until) {
-      if ((polls & 255) == 0) {
-        sched_yield();
-      } else {
-        KF_LANE_RELAX();
-      }
+    if ((polls & 63) == 0 && shm_->progress()) continue;
+    if (now < spin_until) {
+      if ((polls & 255) == 0) sched_yield();
       continue;
     }
     if (shm_->progress()) continue;
     Doorbell* bell = shm_->bell();
     uint32_t token = bell->prepare();
-    if (!log_.news(pos_) && !stop()) bell->sleep(token, kSleepMs);
+    if (!log_.news(pos_) && !dirty_.load() && !stop()) bell->sleep(token, kSleepMs);
     bell->done();
   }
 }
@@ -480,10 +524,8 @@ bool AsyncLane::help(const std::shared_ptr<AsyncRequest>& req) {
   const uint64_t seen = completions_.load();
   want_.fetch_add(1);
   if (driver_mu_.try_lock()) {
-    const auto until = Clock::now() + kSlice;
-    drive([&] {
-      return req->done() || completions_.load() != seen || Clock::now() >= until;
-    });
+    drive([&] { return req->done() || completions_.load() != seen; }, Clock::now() + kSlice);
+    waiter_drove_ns_.store(now_ns());
     driver_mu_.unlock();
   } else {
     shm_->ring(me_);  // a driver asleep on the bell sees want_ and hands over
@@ -504,36 +546,60 @@ void AsyncLane::thread_loop() {
   const auto cycle = std::chrono::microseconds(std::max<int64_t>(1, opts_.cycle_us));
   std::unique_lock<std::mutex> lock(mu_);
   int64_t idle_since = now_ns();
+  bool waiters_drive = false;  // seen last time it looked
+  auto wait = [&](ThreadWait why, Clock::time_point until) {
+    thread_wait_ = why;
+    if (until == Clock::time_point::max()) {
+      thread_cv_.wait(lock);
+    } else {
+      thread_cv_.wait_until(lock, until);
+    }
+    thread_wait_ = ThreadWait::kNone;
+  };
   while (!closed_) {
-    const bool work = !ops_.empty() || !unpublished_.empty() || !replies_.empty() ||
-                      !finished_.empty();
-    if (!work) {
+    const bool urgent_work = !replies_.empty() || !finished_.empty();
+    if (ops_.empty() && unpublished_.empty() && !urgent_work) {
+      // Nothing pending: a cycle's ticks for a while, then sleep until a
+      // submission wakes the thread.
       urgent_ = false;
-      if (now_ns() - idle_since > kLingerNs) {
-        thread_asleep_ = true;
-        handoff_cv_.wait(lock);
-        thread_asleep_ = false;
-      } else {
-        handoff_cv_.wait_for(lock, cycle);
-      }
+      waiters_drive = false;
+      wait(ThreadWait::kIdle,
+           now_ns() - idle_since > kLingerNs ? Clock::time_point::max() : Clock::now() + cycle);
       continue;
     }
     idle_since = now_ns();
-    if (!urgent_ && replies_.empty() && finished_.empty()) {
-      // Small operations: their waiter usually drives; give it a cycle.
-      handoff_cv_.wait_for(lock, cycle);
-      if (closed_ || (!urgent_ && want_.load() > 0)) continue;
+    if (!urgent_work) {
+      // The thread that waits for an operation usually drives: give it a
+      // moment first (kGrace for large operations, a cycle for small ones,
+      // kWaiterCycles while waiters drive).
+      const auto t0 = Clock::now();
+      while (!closed_ && replies_.empty() && finished_.empty()) {
+        const auto end = t0 + (urgent_ ? kGrace : waiters_drive ? cycle * kWaiterCycles : cycle);
+        if (Clock::now() >= end) break;
+        wait(urgent_ ? ThreadWait::kGrace : ThreadWait::kCycle, end);
+      }
+      // A waiter driving, or one that just did and will be back for its
+      // next request (kf_request_wait_all), keeps driving.
+      if (closed_) continue;
+      if (want_.load() > 0 ||
+          now_ns() - waiter_drove_ns_.load() < std::chrono::nanoseconds(kGrace).count()) {
+        urgent_ = false;
+        waiters_drive = true;
+        continue;
+      }
     }
     urgent_ = false;
-    if (want_.load() > 0 && replies_.empty() && finished_.empty()) continue;
+    waiters_drive = false;
     lock.unlock();
     if (driver_mu_.try_lock()) {
-      drive([this] {
-        if (want_.load() > 0) return true;
-        std::lock_guard<std::mutex> l(mu_);
-        return closed_ || (ops_.empty() && unpublished_.empty() && replies_.empty() &&
-                           finished_.empty());
-      });
+      drive(
+          [this] {
+            if (want_.load() > 0) return true;
+            std::lock_guard<std::mutex> l(mu_);
+            return closed_ || (ops_.empty() && unpublished_.empty() && replies_.empty() &&
+                               finished_.empty());
+          },
+          Clock::time_point::max());
       driver_mu_.unlock();
     }
     lock.lock();
@@ -550,12 +616,14 @@ void AsyncLane::on_broken(const Status& why) {
     if (broken_.is_ok()) broken_ = why.is_ok() ? internal_error("lane broken") : why;
     while (!ops_.empty()) {
       LaneOp* op = ops_.begin()->second.get();
-      fail_locked(op, Status(broken_.code(), op->label() + ": " + broken_.message()), &done);
+      end_locked(op, Status(broken_.code(), op->label() + ": " + broken_.message()), &done);
     }
     // Completion callbacks must not run on a transport thread (this may be
     // one): the lane thread runs them.
     for (auto& d : done) finished_.push_back(std::move(d));
   }
+  dirty_.store(true);
+  thread_cv_.notify_one();
   handoff_cv_.notify_all();
 }
 
@@ -574,6 +642,7 @@ void AsyncLane::close() {
     std::lock_guard<std::mutex> lock(mu_);
     closed_ = true;
   }
+  thread_cv_.notify_one();
   handoff_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   // Whatever the lane thread did not complete (it stops at closed_).
@@ -585,7 +654,6 @@ void AsyncLane::close() {
   }
   complete(done);
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& kv : matches_) delete kv.second;
   matches_.clear();
 }
 

@@ -42,7 +42,7 @@
 #include <set>
 #include <string>
 #include <thread>
-#include <unordered_set>
+#include <unordered_map>
 #include <vector>
 
 #include "base/deadline.h"
@@ -114,7 +114,11 @@ class AsyncLane {
   void close();
 
  private:
-  struct Match;
+  struct Match {  // the records of one operation seen so far, by local rank
+    std::vector<LaneRecord> rec;
+    std::vector<char> have;
+    int count = 0;
+  };
   struct Pending {  // a signature frame owed to a peer (see Reply)
     int peer;
     std::shared_ptr<LaneOp> op;
@@ -127,11 +131,12 @@ class AsyncLane {
   void run_entry(const LaneEntry& e);
   Status run_partition(LaneOp* op, uint32_t part);
   bool decide_locked(LaneEntry* e);
-  void fail_locked(LaneOp* op, const Status& st, Done* done);
+  void end_locked(LaneOp* op, const Status& st, Done* done);
   void complete(const Done& done);
   void flush_unpublished_locked();
   void ring_peers();
-  void drive(const std::function<bool()>& stop);
+  // Drives until `stop` says so, `until` passes, or the lane breaks/closes.
+  void drive(const std::function<bool()>& stop, Clock::time_point until);
   void thread_loop();
   std::string missing_locked(uint64_t name_hash, uint64_t seq) const;
   LaneRecord record_of(const LaneOp& op) const;
@@ -146,10 +151,17 @@ class AsyncLane {
   const int n_;   // local ranks (== communicator size)
   int next_buffer_ = 0;  // staging buffer alternation of area 1 (driver only)
   uint64_t pos_ = 0;     // log entries processed (driver only)
+  unsigned quiet_steps_ = 0;  // driver only
+  // Set when something a driver must see changed here (an operation became
+  // ready or ended off the driver, a record or reply waits).
+  std::atomic<bool> dirty_{true};
 
   mutable std::mutex mu_;
   std::map<OpKey, std::shared_ptr<LaneOp>> ops_;  // pending here
-  std::map<OpKey, Match*> matches_;               // records seen, by operation
+  struct KeyHash {
+    size_t operator()(const OpKey& k) const { return k.first ^ (k.second * 0x9e3779b97f4a7c15ull); }
+  };
+  std::unordered_map<OpKey, Match, KeyHash> matches_;  // records seen, by operation
   std::set<std::pair<std::pair<int32_t, uint64_t>, LaneOp*>> ready_;  // (priority, order)
   std::set<OpKey> withdrawn_;   // withdrawn before this rank submitted them
   std::vector<LaneRecord> unpublished_;  // this rank's ring was full
@@ -165,10 +177,15 @@ class AsyncLane {
 
   // Driving: one thread at a time holds driver_mu_.
   std::mutex driver_mu_;
-  std::atomic<int> want_{0};  // threads in wait() that want to drive
-  std::condition_variable handoff_cv_;  // waiters and the lane thread; with mu_
-  bool urgent_ = false;  // an operation wants the lane thread now; mu_
-  bool thread_asleep_ = false;  // the lane thread sleeps until notified; mu_
+  std::atomic<int> want_{0};  // threads in help() that want to drive
+  std::atomic<int64_t> waiter_drove_ns_{0};  // when a thread in help() last stopped driving
+  std::condition_variable handoff_cv_;  // threads in help() wait here for the driver; mu_
+  std::condition_variable thread_cv_;   // the lane thread waits here; mu_
+  bool urgent_ = false;  // a large operation wants the lane thread soon; mu_
+  // What the lane thread waits for (mu_): submissions wake it only out of
+  // the waits they change.
+  enum class ThreadWait { kNone, kIdle, kCycle, kGrace };
+  ThreadWait thread_wait_ = ThreadWait::kNone;
   std::thread thread_;
 };
 

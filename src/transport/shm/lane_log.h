@@ -21,8 +21,10 @@
 
 namespace kf {
 
-// An operation as one rank submitted it (64 bytes).
+// An operation as one rank submitted it (128 bytes), with room for the
+// data of a tiny operation.
 struct LaneRecord {
+  static constexpr size_t kPayloadBytes = 64;
   uint64_t name_hash = 0;
   uint64_t seq = 0;
   uint64_t count = 0;
@@ -34,8 +36,9 @@ struct LaneRecord {
   int32_t strategy = -1;
   int32_t priority = 0;
   uint32_t reserved[2] = {0, 0};
+  unsigned char payload[kPayloadBytes] = {};
 };
-static_assert(sizeof(LaneRecord) == 64, "one cache line");
+static_assert(sizeof(LaneRecord) == 128, "two cache lines");
 
 // A decision every rank processes in log order (32 bytes).
 struct LaneEntry {
