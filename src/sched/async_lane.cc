@@ -47,6 +47,8 @@ constexpr auto kGrace = std::chrono::microseconds(200);
 // While threads in help() drive, the lane thread looks only every this many
 // cycles (each look preempts a spinning driver on a busy machine).
 constexpr int kWaiterCycles = 8;
+// Record storage of this many finished matches is kept for reuse.
+constexpr size_t kMatchPool = 64;
 
 }  // namespace
 
@@ -160,14 +162,13 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq,
       unpublished_.push_back(rec);
       flush_unpublished_locked();
       match_record_locked(me_, rec);
-      done.swap(finished_);  // a tiny operation whose peers' records were all in
+      if (!finished_.empty()) done.swap(finished_);  // a tiny operation, all records in
       if (bytes > opts_.wake_bytes) urgent_ = true;
       // Wake the lane thread only out of a wait that this changes (no
       // system call per submission while it waits out a grace or drives).
-      // Nor while a waiter drives or just did (it will be back).
-      const bool waiter = want_.load() > 0 ||
-                          op->submit_ns - waiter_drove_ns_.load() <
-                              std::chrono::nanoseconds(kGrace).count();
+      // Nor while a waiter drives or drove since the thread last looked
+      // (it will be back).
+      const bool waiter = want_.load() > 0 || waiter_drives_.load() != thread_seen_drives_;
       wake = thread_wait_ == ThreadWait::kIdle ||
              (urgent_ && !waiter && thread_wait_ == ThreadWait::kCycle);
     }
@@ -239,8 +240,13 @@ void AsyncLane::match_record_locked(int local, const LaneRecord& r) {
   const OpKey key{r.name_hash, r.seq};
   Match& m = matches_[key];
   if (m.rec.empty()) {
-    m.rec.resize(static_cast<size_t>(n_));
-    m.have.assign(static_cast<size_t>(n_), 0);
+    if (!match_pool_.empty()) {
+      m = std::move(match_pool_.back());
+      match_pool_.pop_back();
+    } else {
+      m.rec.resize(static_cast<size_t>(n_));
+      m.have.assign(static_cast<size_t>(n_), 0);
+    }
   }
   if (!m.have[static_cast<size_t>(local)]) {
     m.have[static_cast<size_t>(local)] = 1;
@@ -285,7 +291,7 @@ void AsyncLane::check_ready_locked(LaneOp* op) {
     diff = sig_difference(sig_of(mine, op->spec.name), me_, sig_of(r, op->spec.name), j);
   }
   if (!diff.empty()) {
-    matches_.erase(mit);
+    erase_match_locked(mit);
     end_locked(op, invalid_usage(op->label() + ": ranks called it with different arguments: " + diff),
                 &finished_);
     return;
@@ -299,13 +305,24 @@ void AsyncLane::check_ready_locked(LaneOp* op) {
       reduce_into(op->spec.dtype, rop, op->spec.recv, m.rec[static_cast<size_t>(j)].payload, count);
     }
     if (rop == KF_AVG) finish_average(op->spec.dtype, op->spec.recv, count, n_);
-    matches_.erase(mit);
+    erase_match_locked(mit);
     end_locked(op, Status::ok(), &finished_);  // completes it
     return;
   }
-  matches_.erase(mit);
+  erase_match_locked(mit);
   op->ready = true;
   ready_.insert({{op->spec.priority, op->order}, op});
+}
+
+// Keeps the record storage of a finished match for the next one.
+void AsyncLane::erase_match_locked(MatchMap::iterator it) {
+  Match& m = it->second;
+  if (match_pool_.size() < kMatchPool) {
+    std::fill(m.have.begin(), m.have.end(), 0);
+    m.count = 0;
+    match_pool_.push_back(std::move(m));
+  }
+  matches_.erase(it);
 }
 
 std::string AsyncLane::missing_locked(uint64_t name_hash, uint64_t seq) const {
@@ -446,7 +463,8 @@ void AsyncLane::run_entry(const LaneEntry& e) {
 // (deadlines, warnings) only every 64th call.
 bool AsyncLane::step() {
   if (!dirty_.exchange(false) && !log_.news(pos_) && (++quiet_steps_ & 63) != 0) return false;
-  Done done;
+  Done& done = step_done_;  // the driver's: its buffer is reused
+  done.clear();
   std::vector<Pending> replies;
   LaneEntry e;
   bool have = false, appended = false;
@@ -485,12 +503,14 @@ bool AsyncLane::step() {
 
 // ---- driving --------------------------------------------------------------
 
-void AsyncLane::drive(const std::function<bool()>& stop, Clock::time_point until) {
-  auto spin_until = Clock::now() + kSpin;
+void AsyncLane::drive(const std::function<bool()>& stop, std::chrono::nanoseconds slice) {
+  // The clock is read only every 16th idle poll: `until` and the end of the
+  // spin are set at the first reading.
+  Clock::time_point until = Clock::time_point::min(), spin_until = Clock::time_point::min();
   unsigned polls = 0;
   while (!stop()) {
     if (step()) {
-      spin_until = Clock::now() + kSpin;
+      spin_until = Clock::time_point::min();  // spin again from the next reading
       continue;
     }
     if ((++polls & 15) != 0) {  // the clock and the locks only now and then
@@ -502,6 +522,8 @@ void AsyncLane::drive(const std::function<bool()>& stop, Clock::time_point until
       if (!broken_.is_ok() || closed_) return;
     }
     const auto now = Clock::now();
+    if (until == Clock::time_point::min()) until = slice.count() < 0 ? Clock::time_point::max() : now + slice;
+    if (spin_until == Clock::time_point::min()) spin_until = now + kSpin;
     if (now >= until) return;
     // Shared memory has no progress thread: read the peer rings now and
     // then, so that frames for this rank (a peer's signature frame for an
@@ -524,8 +546,8 @@ bool AsyncLane::help(const std::shared_ptr<AsyncRequest>& req) {
   const uint64_t seen = completions_.load();
   want_.fetch_add(1);
   if (driver_mu_.try_lock()) {
-    drive([&] { return req->done() || completions_.load() != seen; }, Clock::now() + kSlice);
-    waiter_drove_ns_.store(now_ns());
+    drive([&] { return req->done() || completions_.load() != seen; }, kSlice);
+    waiter_drives_.fetch_add(1);
     driver_mu_.unlock();
   } else {
     shm_->ring(me_);  // a driver asleep on the bell sees want_ and hands over
@@ -581,8 +603,10 @@ void AsyncLane::thread_loop() {
       // A waiter driving, or one that just did and will be back for its
       // next request (kf_request_wait_all), keeps driving.
       if (closed_) continue;
-      if (want_.load() > 0 ||
-          now_ns() - waiter_drove_ns_.load() < std::chrono::nanoseconds(kGrace).count()) {
+      const uint64_t drives = waiter_drives_.load();
+      const bool waiter_drove = drives != thread_seen_drives_;
+      thread_seen_drives_ = drives;
+      if (want_.load() > 0 || waiter_drove) {
         urgent_ = false;
         waiters_drive = true;
         continue;
@@ -599,7 +623,7 @@ void AsyncLane::thread_loop() {
             return closed_ || (ops_.empty() && unpublished_.empty() && replies_.empty() &&
                                finished_.empty());
           },
-          Clock::time_point::max());
+          std::chrono::nanoseconds(-1));
       driver_mu_.unlock();
     }
     lock.lock();

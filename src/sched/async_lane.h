@@ -124,10 +124,17 @@ class AsyncLane {
     std::shared_ptr<LaneOp> op;
   };
   using Done = std::vector<std::shared_ptr<LaneOp>>;
+  struct KeyHash {
+    size_t operator()(const OpKey& k) const { return k.first ^ (k.second * 0x9e3779b97f4a7c15ull); }
+  };
+  using MatchMap = std::unordered_map<OpKey, Match, KeyHash>;
+  enum class ThreadWait { kNone, kIdle, kCycle, kGrace };  // see thread_wait_
+
   bool step();
   void ingest_locked();
   void match_record_locked(int local, const LaneRecord& r);
   void check_ready_locked(LaneOp* op);
+  void erase_match_locked(MatchMap::iterator it);
   void run_entry(const LaneEntry& e);
   Status run_partition(LaneOp* op, uint32_t part);
   bool decide_locked(LaneEntry* e);
@@ -135,8 +142,9 @@ class AsyncLane {
   void complete(const Done& done);
   void flush_unpublished_locked();
   void ring_peers();
-  // Drives until `stop` says so, `until` passes, or the lane breaks/closes.
-  void drive(const std::function<bool()>& stop, Clock::time_point until);
+  // Drives until `stop` says so, `slice` passes (negative: no limit), or
+  // the lane breaks or closes.
+  void drive(const std::function<bool()>& stop, std::chrono::nanoseconds slice);
   void thread_loop();
   std::string missing_locked(uint64_t name_hash, uint64_t seq) const;
   LaneRecord record_of(const LaneOp& op) const;
@@ -157,11 +165,9 @@ class AsyncLane {
   std::atomic<bool> dirty_{true};
 
   mutable std::mutex mu_;
-  std::map<OpKey, std::shared_ptr<LaneOp>> ops_;  // pending here
-  struct KeyHash {
-    size_t operator()(const OpKey& k) const { return k.first ^ (k.second * 0x9e3779b97f4a7c15ull); }
-  };
-  std::unordered_map<OpKey, Match, KeyHash> matches_;  // records seen, by operation
+  std::unordered_map<OpKey, std::shared_ptr<LaneOp>, KeyHash> ops_;  // pending here
+  MatchMap matches_;                // records seen, by operation
+  std::vector<Match> match_pool_;  // storage of finished matches, for reuse
   std::set<std::pair<std::pair<int32_t, uint64_t>, LaneOp*>> ready_;  // (priority, order)
   std::set<OpKey> withdrawn_;   // withdrawn before this rank submitted them
   std::vector<LaneRecord> unpublished_;  // this rank's ring was full
@@ -169,6 +175,7 @@ class AsyncLane {
   // Failed because peers ran them on the message path; later frames from
   // other peers get a reply too. Only the rare mismatches land here.
   std::map<OpKey, std::shared_ptr<LaneOp>> foreign_failed_;
+  Done step_done_;  // step()'s scratch (driver only)
   Done finished_;  // failed off the driver (e.g. on a transport thread): completed by a driver
   std::atomic<uint64_t> completions_{0};  // operations completed so far
   uint64_t next_order_ = 0;
@@ -178,13 +185,13 @@ class AsyncLane {
   // Driving: one thread at a time holds driver_mu_.
   std::mutex driver_mu_;
   std::atomic<int> want_{0};  // threads in help() that want to drive
-  std::atomic<int64_t> waiter_drove_ns_{0};  // when a thread in help() last stopped driving
+  std::atomic<uint64_t> waiter_drives_{0};  // times a thread in help() stopped driving
+  uint64_t thread_seen_drives_ = 0;         // waiter_drives_ at the lane thread's last look; mu_
   std::condition_variable handoff_cv_;  // threads in help() wait here for the driver; mu_
   std::condition_variable thread_cv_;   // the lane thread waits here; mu_
   bool urgent_ = false;  // a large operation wants the lane thread soon; mu_
   // What the lane thread waits for (mu_): submissions wake it only out of
   // the waits they change.
-  enum class ThreadWait { kNone, kIdle, kCycle, kGrace };
   ThreadWait thread_wait_ = ThreadWait::kNone;
   std::thread thread_;
 };
