@@ -65,15 +65,18 @@
  * operation is fused is part of its signature: KF_FUSION_THRESHOLD_BYTES
  * must be equal on every rank (0 turns fusion off).
  *
- * Performance: asynchronous operations always move data over the peer
- * rings (shared memory or TCP), never over the shared-memory arena that the
- * blocking all_reduce uses when every rank shares one host, which is faster
- * for that case. Other small single-partition operations (up to 64 KiB)
- * start at submission; larger ones start once every rank has submitted them.
+ * Performance: when every rank of the communicator shares one host,
+ * kf_iall_reduce runs through the shared-memory arena of the blocking
+ * all_reduce (a staging area of its own), in an order the ranks agree on
+ * through shared memory: partitions of operations that every rank submitted,
+ * the most urgent first, one at a time (so fusion is not needed there).
+ * KF_ASYNC_ARENA=0 turns this off. Everything else moves over the peer
+ * rings (shared memory or TCP). Small single-partition operations (up to
+ * 64 KiB) start at submission; larger ones once every rank submitted them.
  *
  * Knobs (see kfinfo): KF_PARTITION_BYTES (default partition size),
  * KF_CREDIT_BYTES (credit window), KF_STALL_WARN_MS, KF_FUSION_THRESHOLD_BYTES,
- * KF_FUSION_BUNDLE_BYTES, KF_FUSION_CYCLE_US.
+ * KF_FUSION_BUNDLE_BYTES, KF_FUSION_CYCLE_US, KF_ASYNC_ARENA.
  *
  * C99; compiles on its own as C and as C++.
  */

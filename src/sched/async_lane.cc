@@ -63,7 +63,8 @@ struct LaneOp {
   int64_t submit_ns = 0;
   int64_t deadline_ns = INT64_MAX;  // steady clock; INT64_MAX: none
   std::shared_ptr<AsyncRequest> req;
-  bool ready = false;   // every rank submitted it alike
+  bool ready = false;    // every rank submitted it alike
+  bool running = false;  // a partition is in the arena (the driver ends it)
   bool warned = false;  // stall warning logged
   Status result;
   OpKey key() const { return {name_hash, seq}; }
@@ -159,8 +160,10 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq,
       ops_[op->key()] = op;
       LaneRecord rec = record_of(*op);
       if (bytes > 0 && bytes <= LaneRecord::kPayloadBytes) std::memcpy(rec.payload, op->spec.send, bytes);
-      unpublished_.push_back(rec);
-      flush_unpublished_locked();
+      if (!unpublished_.empty() || !log_.publish(rec)) {
+        unpublished_.push_back(rec);  // the ring is full: a driver publishes it later
+        flush_unpublished_locked();
+      }
       match_record_locked(me_, rec);
       if (!finished_.empty()) done.swap(finished_);  // a tiny operation, all records in
       if (bytes > opts_.wake_bytes) urgent_ = true;
@@ -182,6 +185,7 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq,
 }
 
 void AsyncLane::flush_unpublished_locked() {
+  if (unpublished_.empty()) return;
   size_t i = 0;
   while (i < unpublished_.size() && log_.publish(unpublished_[i])) ++i;
   unpublished_.erase(unpublished_.begin(), unpublished_.begin() + static_cast<ptrdiff_t>(i));
@@ -419,40 +423,57 @@ Status AsyncLane::run_partition(LaneOp* op, uint32_t part) {
 void AsyncLane::run_entry(const LaneEntry& e) {
   Done done;
   std::shared_ptr<LaneOp> op;
+  bool in_order = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = ops_.find({e.name_hash, e.seq});
     if (it != ops_.end()) op = it->second;
     if (e.verb == kWithdraw) {
       if (op) {
-        end_locked(op.get(),
-                    timeout_error(op->label() + " timed out after " +
-                                  std::to_string(opts_.timeout_ms) + " ms: rank(s) " +
-                                  missing_locked(e.name_hash, e.seq) + " never submitted it"),
-                    &done);
+        // Out of the table first, so that the records read next cannot
+        // complete it; they tell who never submitted it.
+        end_locked(op.get(), Status::ok(), &done);
+        ingest_locked();
+        const std::string missing = missing_locked(e.name_hash, e.seq);
+        op->result = timeout_error(
+            op->label() + " timed out after " + std::to_string(opts_.timeout_ms) + " ms: " +
+            (missing.empty() ? std::string("the other ranks gave up on it before this rank submitted it")
+                             : "rank(s) " + missing + " never submitted it"));
       } else {
         withdrawn_.insert({e.name_hash, e.seq});
       }
+      auto m = matches_.find({e.name_hash, e.seq});
+      if (m != matches_.end()) erase_match_locked(m);
+    } else {
+      // Every rank published its record before any rank could append this
+      // entry: what is not read yet is in the rings now.
+      if (op && !op->ready) {
+        ingest_locked();
+        done.insert(done.end(), finished_.begin(), finished_.end());
+        finished_.clear();
+      }
+      in_order = op && op->ready && e.part == op->done_parts;
+      if (in_order) op->running = true;  // on_broken() leaves it to us
     }
   }
   if (e.verb == kRun) {
-    Status st = op && op->ready && e.part == op->done_parts
-                    ? run_partition(op.get(), e.part)
-                    : internal_error("the asynchronous shared-memory lane lost its order (entry " +
-                                     std::to_string(pos_) + ")");
+    Status st = in_order ? run_partition(op.get(), e.part)
+                         : internal_error("the asynchronous shared-memory lane lost its order "
+                                          "(entry " + std::to_string(pos_) + ")");
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (op) op->running = false;
+      if (st.is_ok() && !broken_.is_ok()) {
+        end_locked(op.get(), Status(broken_.code(), op->label() + ": " + broken_.message()), &done);
+      } else if (st.is_ok() && ++op->done_parts == op->parts) {
+        end_locked(op.get(), Status::ok(), &done);
+      }
+    }
     if (!st.is_ok()) {
       // The ranks' barriers are out of step: nothing can run on the lane
       // (nor on the communicator) any more.
       engine_->abort(st);
       on_broken(st);
-      return;
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    if (++op->done_parts == op->parts) {
-      ready_.erase({{op->spec.priority, op->order}, op.get()});
-      op->result = Status::ok();
-      ops_.erase(op->key());
-      done.push_back(op);
     }
   }
   complete(done);
@@ -474,13 +495,18 @@ bool AsyncLane::step() {
     replies.swap(replies_);
     if (broken_.is_ok()) {
       flush_unpublished_locked();
-      ingest_locked();
-      done.insert(done.end(), finished_.begin(), finished_.end());
-      finished_.clear();
+      // The log first: a withdrawal already there must be seen before the
+      // records that would complete a tiny operation it ends (run_entry()
+      // reads the records a run entry needs).
       have = log_.entry(pos_, &e);
-      if (!have && decide_locked(&e)) {
-        have = appended = log_.append(pos_, e);
-        if (!have) have = log_.entry(pos_, &e);  // another rank appended first
+      if (!have) {
+        ingest_locked();
+        done.insert(done.end(), finished_.begin(), finished_.end());
+        finished_.clear();
+        if (decide_locked(&e)) {
+          have = appended = log_.append(pos_, e);
+          if (!have) have = log_.entry(pos_, &e);  // another rank appended first
+        }
       }
     }
   }
@@ -638,8 +664,11 @@ void AsyncLane::on_broken(const Status& why) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (broken_.is_ok()) broken_ = why.is_ok() ? internal_error("lane broken") : why;
-    while (!ops_.empty()) {
-      LaneOp* op = ops_.begin()->second.get();
+    std::vector<LaneOp*> ending;
+    for (auto& kv : ops_) {
+      if (!kv.second->running) ending.push_back(kv.second.get());  // a driver ends a running one
+    }
+    for (LaneOp* op : ending) {
       end_locked(op, Status(broken_.code(), op->label() + ": " + broken_.message()), &done);
     }
     // Completion callbacks must not run on a transport thread (this may be
