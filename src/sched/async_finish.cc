@@ -4,6 +4,7 @@
 
 #include "base/log.h"
 #include "sched/async_engine.h"
+#include "sched/async_lane.h"
 #include "sched/async_state.h"
 
 namespace kf {
@@ -117,9 +118,13 @@ void AsyncEngine::finalize(AsyncOp* o) {
 }
 
 void AsyncEngine::drain(int64_t ms) {
+  const Deadline d = Deadline::after_ms(ms < 0 ? 0 : ms);
   std::unique_lock<std::mutex> lock(mu_);
-  drain_cv_.wait_for(lock, std::chrono::milliseconds(ms < 0 ? 0 : ms),
-                     [this] { return pending_.empty(); });
+  // Lane operations (driven by the lane's thread meanwhile) do not signal
+  // drain_cv_: look at them every millisecond.
+  while (!(pending_.empty() && (!lane_ || lane_->pending() == 0)) && !d.expired()) {
+    drain_cv_.wait_for(lock, std::chrono::milliseconds(d.remaining_ms(lane_ ? 1 : 1 << 30)));
+  }
 }
 
 // ---- stall inspector --------------------------------------------------------
