@@ -202,6 +202,8 @@ void AsyncEngine::emit_event(AsyncEvent::Type type, const std::string& name, uin
 // ---- submission -----------------------------------------------------------
 
 Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out) {
+  // The lane checks its own health (on_broken() reaches it).
+  if (lane_ && AsyncLane::accepts(spec)) return submit_to_lane(std::move(spec), out);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) return aborted_error("the communicator is being destroyed: cannot run '" + spec.name + "'");
@@ -211,7 +213,6 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
     return aborted_error("the communicator is broken and cannot run '" + spec.name +
                          "': " + health.message());
   }
-  if (lane_ && AsyncLane::accepts(spec)) return submit_to_lane(std::move(spec), out);
   auto op = std::make_shared<AsyncOp>();
   AsyncOp* o = op.get();
   const size_t es = dtype_size(spec.dtype);
@@ -369,6 +370,7 @@ Status AsyncEngine::submit_to_lane(AsyncOpSpec spec, std::shared_ptr<AsyncReques
   std::vector<int> foreign;  // ranks that sent a signature frame: another kind
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return aborted_error("the communicator is being destroyed: cannot run '" + spec.name + "'");
     seq = next_seq_[name_hash]++;
     auto rem = remembered_.find({name_hash, seq});
     if (rem != remembered_.end()) {
