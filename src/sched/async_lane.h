@@ -5,31 +5,44 @@
 // (transport/shm/lane_log.h), without a coordinator.
 //
 // Life of a lane operation
-//  1. submit() publishes a record (signature and priority) in this rank's
-//     ring and rings the peers. It never blocks.
+//  1. submit() publishes a record (signature and priority; the data too, for
+//     an operation of at most LaneRecord::kPayloadBytes) in this rank's ring
+//     and rings the peers. It never blocks: when the ring is full (a peer
+//     lags by LaneLog::kRecords submissions) the record waits in
+//     unpublished_ for a driver to publish it.
 //  2. Matching: a driver (5.) reads the peers' records. An operation is
 //     ready once every local rank published it. Records that disagree
 //     (count, dtype, op, partition size, strategy) fail it on every rank
-//     with a text saying what differs; it never runs.
+//     with a text saying what differs; it never runs. A tiny operation
+//     completes right there: every rank reduces the same records in rank
+//     order (the same bits everywhere), no log entry needed.
 //  3. Order: a driver with nothing to run appends the next partition of
 //     the most urgent ready operation (priority, then the appender's
 //     submission order: any rank's choice will do, since the log is one) to
 //     the shared log. Every rank runs the log's partitions in log order, one
 //     at a time, through the arena. So an urgent operation overtakes the
 //     queued partitions of bulky ones at the next partition boundary, and
-//     the bytes in flight are one partition (the credit window).
+//     the bytes in flight are one partition (the credit window). No
+//     deadlock: every entry names an operation every rank submitted.
 //  4. Timeout: a driver whose operation passed its deadline unready appends
 //     a withdrawal; every rank that submitted it fails it with the timeout,
 //     naming the ranks that never did, and a rank that submits it later
-//     fails it at once. A stall warning is logged after KF_STALL_WARN_MS.
+//     fails it at once. Entries are read before records, so a withdrawal
+//     already in the log ends a tiny operation before its last record can
+//     complete it. A stall warning is logged after KF_STALL_WARN_MS.
 //  5. Driving: one thread of a rank at a time: a thread in
 //     kf_request_wait (help()), so a small operation completes on the
-//     waiting thread with no hand-off, else the lane thread, woken at once
-//     for operations above the fusion threshold and after a cycle
-//     (KF_FUSION_CYCLE_US) for small ones (whose waiter usually drives).
+//     waiting thread with no hand-off, else the lane thread, woken for an
+//     operation above the fusion threshold after kGrace (200 us: a waiter
+//     usually comes first), for small ones after a cycle
+//     (KF_FUSION_CYCLE_US), and only every few cycles while waiters drive.
+//  6. Kind mismatch: a peer that submitted the same name and sequence as
+//     another kind (or strategy) runs it on the message path and sends a
+//     signature frame; the lane fails its operation and answers with its
+//     own signature frame, so the peer fails too (both say what differs).
 // A failure inside a partition (a peer lost, a barrier timeout) leaves the
 // ranks' barriers out of step: the communicator breaks, as it does for the
-// blocking arena.
+// blocking arena. On one host the lane replaces fusion for all_reduce.
 #pragma once
 
 #include <atomic>

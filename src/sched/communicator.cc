@@ -1,13 +1,12 @@
 #include "sched/communicator.h"
 
-#include "sched/async_lane.h"
-
 #include <cstdio>
 #include <thread>
 
 #include "base/config.h"
 #include "base/host_id.h"
 #include "base/log.h"
+#include "sched/async_lane.h"
 #include "topo/binding.h"
 #include "transport/frame.h"
 #include "transport/socket.h"
