@@ -35,7 +35,9 @@ constexpr uint64_t kSigPartition = AsyncEngine::kPartitionMask;
 
 // ---- AsyncRequest ---------------------------------------------------------
 
-bool AsyncRequest::done() const { return done_.load(std::memory_order_acquire); }
+bool AsyncRequest::done() const {
+  return done_.load(std::memory_order_acquire);
+}
 
 Status AsyncRequest::status() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -125,8 +127,9 @@ void AsyncEngine::enable_lane(ShmTransport* shm, bool single_copy, size_t one_sh
              uint32_t partitions, int32_t priority, uint64_t bytes, const Status& st) {
         emit_event(type, name, seq, partition, partitions, priority, bytes, st);
       },
-      [this](int peer, const AsyncOpSpec& spec, uint64_t name_hash, uint64_t seq,
-             uint64_t) { send_signature(peer, spec, name_hash, seq); }));
+      [this](int peer, const AsyncOpSpec& spec, uint64_t name_hash, uint64_t seq, uint64_t) {
+        send_signature(peer, spec, name_hash, seq);
+      }));
 }
 
 // A peer ran (name_hash, seq) on the message path while this rank runs it on
@@ -193,8 +196,8 @@ void AsyncEngine::emit_event(AsyncEvent::Type type, const std::string& name, uin
                              uint32_t partition, uint32_t partitions, int32_t priority,
                              uint64_t bytes, const Status& st) {
   if (!has_observer_.load(std::memory_order_relaxed)) return;
-  AsyncEvent e{type, &name, seq, partition, partitions, priority,
-               bytes, now_ns(), static_cast<int>(st.code())};
+  const int code = static_cast<int>(st.code());
+  AsyncEvent e{type, &name, seq, partition, partitions, priority, bytes, now_ns(), code};
   std::lock_guard<std::mutex> lock(obs_mu_);
   if (observer_) observer_(e);
 }
@@ -370,7 +373,9 @@ Status AsyncEngine::submit_to_lane(AsyncOpSpec spec, std::shared_ptr<AsyncReques
   std::vector<int> foreign;  // ranks that sent a signature frame: another kind
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stop_) return aborted_error("the communicator is being destroyed: cannot run '" + spec.name + "'");
+    if (stop_) {
+      return aborted_error("the communicator is being destroyed: cannot run '" + spec.name + "'");
+    }
     seq = next_seq_[name_hash]++;
     auto rem = remembered_.find({name_hash, seq});
     if (rem != remembered_.end()) {

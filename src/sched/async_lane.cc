@@ -65,7 +65,7 @@ struct LaneOp {
   std::shared_ptr<AsyncRequest> req;
   bool ready = false;    // every rank submitted it alike
   bool running = false;  // a partition is in the arena (the driver ends it)
-  bool warned = false;  // stall warning logged
+  bool warned = false;   // stall warning logged
   Status result;
   OpKey key() const { return {name_hash, seq}; }
   std::string label() const { return "operation '" + spec.name + "' #" + std::to_string(seq); }
@@ -90,7 +90,9 @@ AsyncLane::AsyncLane(Engine* engine, ShmTransport* shm, const LaneOptions& opts,
   thread_ = std::thread([this] { thread_loop(); });
 }
 
-AsyncLane::~AsyncLane() { close(); }
+AsyncLane::~AsyncLane() {
+  close();
+}
 
 bool AsyncLane::accepts(const AsyncOpSpec& spec) {
   return spec.kind == kAllReduce && !spec.body &&
@@ -115,9 +117,8 @@ LaneRecord AsyncLane::record_of(const LaneOp& op) const {
 
 // ---- submission -----------------------------------------------------------
 
-void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq,
-                       uint64_t partition_bytes, const std::vector<int>& foreign,
-                       const std::shared_ptr<AsyncRequest>& req) {
+void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint64_t partition_bytes,
+                       const std::vector<int>& foreign, const std::shared_ptr<AsyncRequest>& req) {
   auto op = std::make_shared<LaneOp>();
   const size_t es = dtype_size(spec.dtype);
   const uint64_t pbytes = spec.partition_bytes > 0 ? spec.partition_bytes : partition_bytes;
@@ -153,13 +154,15 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq,
                            : Status(broken_.code(), op->label() + ": " + broken_.message());
       done.push_back(op);
     } else if (withdrawn_.erase(op->key()) > 0) {
-      op->result = timeout_error(op->label() + " timed out: the ranks that submitted it gave up on it"
+      op->result = timeout_error(op->label() +
+                                 " timed out: the ranks that submitted it gave up on it"
                                  " before this rank did");
       done.push_back(op);
     } else {
       ops_[op->key()] = op;
       LaneRecord rec = record_of(*op);
-      if (bytes > 0 && bytes <= LaneRecord::kPayloadBytes) std::memcpy(rec.payload, op->spec.send, bytes);
+      if (bytes > 0 && bytes <= LaneRecord::kPayloadBytes)
+        std::memcpy(rec.payload, op->spec.send, bytes);
       if (!unpublished_.empty() || !log_.publish(rec)) {
         unpublished_.push_back(rec);  // the ring is full: a driver publishes it later
         flush_unpublished_locked();
@@ -218,11 +221,11 @@ bool AsyncLane::on_foreign_signature(int src, uint64_t name_hash, uint64_t seq) 
     // On a transport thread: a driver completes it (callbacks run there).
     if (!op->ready) {
       end_locked(op.get(),
-                  invalid_usage(op->label() + ": ranks called it with different arguments: rank " +
-                                std::to_string(src) +
-                                " submitted another kind of operation or strategy (this rank: "
-                                "all_reduce, flat)"),
-                  &finished_);
+                 invalid_usage(op->label() + ": ranks called it with different arguments: rank " +
+                               std::to_string(src) +
+                               " submitted another kind of operation or strategy (this rank: "
+                               "all_reduce, flat)"),
+                 &finished_);
     }
   }
   dirty_.store(true);
@@ -296,8 +299,9 @@ void AsyncLane::check_ready_locked(LaneOp* op) {
   }
   if (!diff.empty()) {
     erase_match_locked(mit);
-    end_locked(op, invalid_usage(op->label() + ": ranks called it with different arguments: " + diff),
-                &finished_);
+    end_locked(op,
+               invalid_usage(op->label() + ": ranks called it with different arguments: " + diff),
+               &finished_);
     return;
   }
   const uint64_t bytes = op->spec.count * dtype_size(op->spec.dtype);
@@ -397,7 +401,8 @@ bool AsyncLane::decide_locked(LaneEntry* e) {
 Status AsyncLane::run_partition(LaneOp* op, uint32_t part) {
   const size_t es = dtype_size(op->spec.dtype);
   const uint64_t begin = static_cast<uint64_t>(part) * op->part_elems;
-  const uint64_t count = op->spec.count > begin ? std::min(op->part_elems, op->spec.count - begin) : 0;
+  const uint64_t count =
+      op->spec.count > begin ? std::min(op->part_elems, op->spec.count - begin) : 0;
   const uint64_t bytes = count * es;
   emit_(AsyncEvent::Type::kStart, op->spec.name, op->seq, part, op->parts, op->spec.priority, bytes,
         Status::ok());
@@ -437,8 +442,9 @@ void AsyncLane::run_entry(const LaneEntry& e) {
         const std::string missing = missing_locked(e.name_hash, e.seq);
         op->result = timeout_error(
             op->label() + " timed out after " + std::to_string(opts_.timeout_ms) + " ms: " +
-            (missing.empty() ? std::string("the other ranks gave up on it before this rank submitted it")
-                             : "rank(s) " + missing + " never submitted it"));
+            (missing.empty()
+                 ? std::string("the other ranks gave up on it before this rank submitted it")
+                 : "rank(s) " + missing + " never submitted it"));
       } else {
         withdrawn_.insert({e.name_hash, e.seq});
       }
@@ -458,8 +464,10 @@ void AsyncLane::run_entry(const LaneEntry& e) {
   }
   if (e.verb == kRun) {
     Status st = in_order ? run_partition(op.get(), e.part)
-                         : internal_error("the asynchronous shared-memory lane lost its order "
-                                          "(entry " + std::to_string(pos_) + ")");
+                         : internal_error(
+                               "the asynchronous shared-memory lane lost its order "
+                               "(entry " +
+                               std::to_string(pos_) + ")");
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (op) op->running = false;
@@ -548,7 +556,8 @@ void AsyncLane::drive(const std::function<bool()>& stop, std::chrono::nanosecond
       if (!broken_.is_ok() || closed_) return;
     }
     const auto now = Clock::now();
-    if (until == Clock::time_point::min()) until = slice.count() < 0 ? Clock::time_point::max() : now + slice;
+    if (until == Clock::time_point::min())
+      until = slice.count() < 0 ? Clock::time_point::max() : now + slice;
     if (spin_until == Clock::time_point::min()) spin_until = now + kSpin;
     if (now >= until) return;
     // Shared memory has no progress thread: read the peer rings now and
@@ -646,8 +655,8 @@ void AsyncLane::thread_loop() {
           [this] {
             if (want_.load() > 0) return true;
             std::lock_guard<std::mutex> l(mu_);
-            return closed_ || (ops_.empty() && unpublished_.empty() && replies_.empty() &&
-                               finished_.empty());
+            return closed_ ||
+                   (ops_.empty() && unpublished_.empty() && replies_.empty() && finished_.empty());
           },
           std::chrono::nanoseconds(-1));
       driver_mu_.unlock();

@@ -70,10 +70,10 @@ namespace kf {
 struct LaneOp;
 
 struct LaneOptions {
-  int64_t timeout_ms = -1;    // per operation; -1: none
-  int64_t stall_warn_ms = 0;  // 0: no warnings
-  bool single_copy = false;   // the communicator's agreed single-copy mode
-  size_t one_shot_bytes = 0;  // KF_SHM_ONE_SHOT_BYTES
+  int64_t timeout_ms = -1;      // per operation; -1: none
+  int64_t stall_warn_ms = 0;    // 0: no warnings
+  bool single_copy = false;     // the communicator's agreed single-copy mode
+  size_t one_shot_bytes = 0;    // KF_SHM_ONE_SHOT_BYTES
   uint64_t wake_bytes = 16384;  // operations above this wake the lane thread
   int64_t cycle_us = 1000;      // else the lane thread drives after this
 };
@@ -168,10 +168,10 @@ class AsyncLane {
   const Emit emit_;
   const Reply reply_;
   LaneLog log_;
-  const int me_;  // local index
-  const int n_;   // local ranks (== communicator size)
-  int next_buffer_ = 0;  // staging buffer alternation of area 1 (driver only)
-  uint64_t pos_ = 0;     // log entries processed (driver only)
+  const int me_;              // local index
+  const int n_;               // local ranks (== communicator size)
+  int next_buffer_ = 0;       // staging buffer alternation of area 1 (driver only)
+  uint64_t pos_ = 0;          // log entries processed (driver only)
   unsigned quiet_steps_ = 0;  // driver only
   // Set when something a driver must see changed here (an operation became
   // ready or ended off the driver, a record or reply waits).
@@ -179,17 +179,17 @@ class AsyncLane {
 
   mutable std::mutex mu_;
   std::unordered_map<OpKey, std::shared_ptr<LaneOp>, KeyHash> ops_;  // pending here
-  MatchMap matches_;                // records seen, by operation
+  MatchMap matches_;                                                 // records seen, by operation
   std::vector<Match> match_pool_;  // storage of finished matches, for reuse
   std::set<std::pair<std::pair<int32_t, uint64_t>, LaneOp*>> ready_;  // (priority, order)
-  std::set<OpKey> withdrawn_;   // withdrawn before this rank submitted them
+  std::set<OpKey> withdrawn_;            // withdrawn before this rank submitted them
   std::vector<LaneRecord> unpublished_;  // this rank's ring was full
   std::vector<Pending> replies_;         // sent by the next driver step
   // Failed because peers ran them on the message path; later frames from
   // other peers get a reply too. Only the rare mismatches land here.
   std::map<OpKey, std::shared_ptr<LaneOp>> foreign_failed_;
   Done step_done_;  // step()'s scratch (driver only)
-  Done finished_;  // failed off the driver (e.g. on a transport thread): completed by a driver
+  Done finished_;   // failed off the driver (e.g. on a transport thread): completed by a driver
   std::atomic<uint64_t> completions_{0};  // operations completed so far
   uint64_t next_order_ = 0;
   bool closed_ = false;
@@ -197,12 +197,12 @@ class AsyncLane {
 
   // Driving: one thread at a time holds driver_mu_.
   std::mutex driver_mu_;
-  std::atomic<int> want_{0};  // threads in help() that want to drive
+  std::atomic<int> want_{0};                // threads in help() that want to drive
   std::atomic<uint64_t> waiter_drives_{0};  // times a thread in help() stopped driving
   uint64_t thread_seen_drives_ = 0;         // waiter_drives_ at the lane thread's last look; mu_
-  std::condition_variable handoff_cv_;  // threads in help() wait here for the driver; mu_
-  std::condition_variable thread_cv_;   // the lane thread waits here; mu_
-  bool urgent_ = false;  // a large operation wants the lane thread soon; mu_
+  std::condition_variable handoff_cv_;      // threads in help() wait here for the driver; mu_
+  std::condition_variable thread_cv_;       // the lane thread waits here; mu_
+  bool urgent_ = false;                     // a large operation wants the lane thread soon; mu_
   // What the lane thread waits for (mu_): submissions wake it only out of
   // the waits they change.
   ThreadWait thread_wait_ = ThreadWait::kNone;

@@ -262,9 +262,9 @@ Status Communicator::connect_shm(const std::vector<std::string>& addresses) {
   one_shot_bytes_ = static_cast<size_t>(std::max<int64_t>(0, knob_int(Knob::KF_SHM_ONE_SHOT_BYTES)));
   if (one_host) {
     bool lane = false;
-    KF_RETURN_IF_ERROR(agree("async_arena",
-                             knob_int(Knob::KF_ASYNC_ARENA) != 0 && algo_.algorithm == Algorithm::kAuto,
-                             &lane));
+    KF_RETURN_IF_ERROR(
+        agree("async_arena",
+              knob_int(Knob::KF_ASYNC_ARENA) != 0 && algo_.algorithm == Algorithm::kAuto, &lane));
     if (lane) async_->enable_lane(shm_.get(), single_copy_, one_shot_bytes_);
   }
   return Status::ok();

@@ -48,8 +48,8 @@ Status Communicator::all_reduce(const void* send, void* recv, size_t count, kf_d
     // Read once per operation: set_strategy() runs between blocking calls.
     const Strategy strat = strategy();
     if (use_arena_ && (strat == Strategy::kAuto || strat == Strategy::kFlat)) {
-      OpArena arena(shm_.get(), 0, &engine_, Deadline::after_ms(opts_.timeout_ms), &arena_next_buffer_,
-                    single_copy_);
+      OpArena arena(shm_.get(), 0, &engine_, Deadline::after_ms(opts_.timeout_ms),
+                    &arena_next_buffer_, single_copy_);
       Status st = arena_all_reduce(arena, s.digest(), send, recv, count, dt, op, one_shot_bytes_);
       // A failed staging operation leaves the ranks' barriers out of step:
       // the communicator cannot be used again.

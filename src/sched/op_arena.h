@@ -14,7 +14,11 @@ class OpArena : public SharedArena {
  public:
   OpArena(ShmTransport* shm, int area, Engine* engine, const Deadline& deadline, int* next_buffer,
           bool single_copy)
-      : shm_(shm), area_(area), engine_(engine), deadline_(deadline), next_buffer_(next_buffer),
+      : shm_(shm),
+        area_(area),
+        engine_(engine),
+        deadline_(deadline),
+        next_buffer_(next_buffer),
         single_copy_(single_copy) {}
 
   int rank() const override { return shm_->local_index(); }
@@ -26,11 +30,17 @@ class OpArena : public SharedArena {
     *next_buffer_ ^= 1;
     return b;
   }
-  void publish_signature(int which, uint32_t digest) override { shm_->publish_digest(area_, which, digest); }
-  uint32_t signature_of(int rank, int which) override { return shm_->digest_of(area_, rank, which); }
+  void publish_signature(int which, uint32_t digest) override {
+    shm_->publish_digest(area_, which, digest);
+  }
+  uint32_t signature_of(int rank, int which) override {
+    return shm_->digest_of(area_, rank, which);
+  }
   bool single_copy() const override { return single_copy_; }
   void expose(const void* addr) override { shm_->expose(area_, addr); }
-  const char* exposed_by(int rank) override { return static_cast<const char*>(shm_->exposed_by(area_, rank)); }
+  const char* exposed_by(int rank) override {
+    return static_cast<const char*>(shm_->exposed_by(area_, rank));
+  }
   Status read(int rank, const void* remote, void* dst, size_t len) override {
     return shm_->read_peer(rank, remote, dst, len);
   }

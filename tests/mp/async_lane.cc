@@ -39,7 +39,9 @@ void report(bool ok, const std::string& what) {
 }
 
 // Rank r contributes r + 1 + i at element i (of int32).
-int32_t value(int r, size_t i) { return static_cast<int32_t>(r + 1 + static_cast<int>(i % 1000)); }
+int32_t value(int r, size_t i) {
+  return static_cast<int32_t>(r + 1 + static_cast<int>(i % 1000));
+}
 
 struct Case {
   std::string name;
@@ -71,8 +73,8 @@ void sizes(kf_comm_t comm, int rank, int n) {
   int k = 0;
   for (size_t count : counts) {
     for (kf_op_t op : {KF_SUM, KF_MAX, KF_AVG}) {
-      cases.push_back({"s" + std::to_string(k++), count, op, k % 2 == 0,
-                       count == 300000 ? 65536u : 0u});
+      cases.push_back(
+          {"s" + std::to_string(k++), count, op, k % 2 == 0, count == 300000 ? 65536u : 0u});
     }
   }
   std::vector<std::vector<int32_t>> in(cases.size()), out(cases.size());
@@ -134,8 +136,10 @@ void beside_blocking(kf_comm_t comm, int rank, int n) {
     for (size_t i = 0; i < a.size(); ++i) a[i] = value(rank, i);
     for (size_t i = 0; i < b.size(); ++i) b[i] = value(rank, i);
     kf_request_t r[2];
-    kf_iall_reduce(comm, "beside.a", a.data(), a.data(), a.size(), KF_INT32, KF_SUM, nullptr, &r[0]);
-    kf_iall_reduce(comm, "beside.b", b.data(), b.data(), b.size(), KF_INT32, KF_SUM, nullptr, &r[1]);
+    kf_iall_reduce(comm, "beside.a", a.data(), a.data(), a.size(), KF_INT32, KF_SUM, nullptr,
+                   &r[0]);
+    kf_iall_reduce(comm, "beside.b", b.data(), b.data(), b.size(), KF_INT32, KF_SUM, nullptr,
+                   &r[1]);
     if (kf_request_wait_all(2, r) != KF_SUCCESS) ++wrong;
     for (size_t i = 0; i < a.size(); ++i) {
       int64_t want = 0;
@@ -149,9 +153,9 @@ void beside_blocking(kf_comm_t comm, int rank, int n) {
     kf_request_free(r[1]);
   }
   blocking.join();
-  report(wrong == 0 && blocking_wrong.load() == 0,
-         "beside blocking calls: async wrong " + std::to_string(wrong) + ", blocking wrong " +
-             std::to_string(blocking_wrong.load()));
+  report(wrong == 0 && blocking_wrong.load() == 0, "beside blocking calls: async wrong " +
+                                                       std::to_string(wrong) + ", blocking wrong " +
+                                                       std::to_string(blocking_wrong.load()));
 }
 
 void far_ahead(kf_comm_t comm, int rank, int n) {
@@ -170,8 +174,8 @@ void far_ahead(kf_comm_t comm, int rank, int n) {
     if (out[i] != n * i + n * (n - 1) / 2) ++wrong;
     kf_request_free(reqs[i]);
   }
-  report(st == KF_SUCCESS && wrong == 0, "rank 0 " + std::to_string(ops) +
-                                             " operations ahead: wrong " + std::to_string(wrong));
+  report(st == KF_SUCCESS && wrong == 0,
+         "rank 0 " + std::to_string(ops) + " operations ahead: wrong " + std::to_string(wrong));
 }
 
 std::atomic<int> g_callbacks{0};
@@ -186,7 +190,8 @@ void test_only(kf_comm_t comm, int rank, int n) {
   kf_op_options_t o = KF_OP_OPTIONS_INITIALIZER;
   o.callback = on_done;
   kf_request_t r[2];
-  kf_iall_reduce(comm, "test.tiny", tiny.data(), tiny.data(), tiny.size(), KF_INT32, KF_SUM, &o, &r[0]);
+  kf_iall_reduce(comm, "test.tiny", tiny.data(), tiny.data(), tiny.size(), KF_INT32, KF_SUM, &o,
+                 &r[0]);
   kf_iall_reduce(comm, "test.big", big.data(), big.data(), big.size(), KF_INT32, KF_SUM, &o, &r[1]);
   auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   int done = 0;
@@ -220,13 +225,14 @@ void late(kf_comm_t comm, int rank, int n) {
   std::string text = kf_request_error(r);
   kf_request_free(r);
   if (!last) {
-    report(st == KF_ERR_TIMEOUT && text.find("rank(s) " + std::to_string(n - 1) + " never submitted it") !=
-                                       std::string::npos,
-           std::string("'gone' on a rank that submitted it: ") + kf_status_string(st) + ": " + text);
+    report(
+        st == KF_ERR_TIMEOUT && text.find("rank(s) " + std::to_string(n - 1) +
+                                          " never submitted it") != std::string::npos,
+        std::string("'gone' on a rank that submitted it: ") + kf_status_string(st) + ": " + text);
   } else {
-    report(st == KF_ERR_TIMEOUT && secs < 1.5,
-           std::string("'gone' submitted late: ") + kf_status_string(st) + " after " +
-               std::to_string(secs) + " s: " + text);
+    report(st == KF_ERR_TIMEOUT && secs < 1.5, std::string("'gone' submitted late: ") +
+                                                   kf_status_string(st) + " after " +
+                                                   std::to_string(secs) + " s: " + text);
   }
   int32_t one = 1, sum = 0;
   st = kf_iall_reduce(comm, "after", &one, &sum, 1, KF_INT32, KF_SUM, nullptr, &r);

@@ -57,7 +57,9 @@ LaneLog::LogHeader* LaneLog::log() const {
                                       kRecords * sizeof(LaneRecord));
 }
 
-LaneEntry* LaneLog::entries() const { return reinterpret_cast<LaneEntry*>(log() + 1); }
+LaneEntry* LaneLog::entries() const {
+  return reinterpret_cast<LaneEntry*>(log() + 1);
+}
 
 bool LaneLog::publish(const LaneRecord& r) {
   Header* h = header(me_);

@@ -146,8 +146,10 @@ void ShmTransport::ring(int local) const {
 }
 
 void ShmTransport::publish_digest(int area, int which, uint32_t digest) {
-  reinterpret_cast<SegmentHeader*>(own_.data())->area[area].digest[which].store(
-      digest, std::memory_order_relaxed);
+  reinterpret_cast<SegmentHeader*>(own_.data())
+      ->area[area]
+      .digest[which]
+      .store(digest, std::memory_order_relaxed);
 }
 
 uint32_t ShmTransport::digest_of(int area, int local, int which) const {
@@ -156,8 +158,9 @@ uint32_t ShmTransport::digest_of(int area, int local, int which) const {
 }
 
 void ShmTransport::expose(int area, const void* addr) {
-  reinterpret_cast<SegmentHeader*>(own_.data())->area[area].exposed.store(
-      reinterpret_cast<uint64_t>(addr), std::memory_order_release);
+  reinterpret_cast<SegmentHeader*>(own_.data())
+      ->area[area]
+      .exposed.store(reinterpret_cast<uint64_t>(addr), std::memory_order_release);
 }
 
 const void* ShmTransport::exposed_by(int area, int local) const {
