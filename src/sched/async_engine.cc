@@ -40,6 +40,7 @@ bool AsyncRequest::done() const {
 }
 
 Status AsyncRequest::status() const {
+  if (done()) return status_;  // written once, before done_ was released
   std::lock_guard<std::mutex> lock(mu_);
   return status_;
 }

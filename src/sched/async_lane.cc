@@ -551,10 +551,7 @@ void AsyncLane::drive(const std::function<bool()>& stop, std::chrono::nanosecond
       KF_LANE_RELAX();
       continue;
     }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!broken_.is_ok() || closed_) return;
-    }
+    if (ended_.load(std::memory_order_acquire)) return;
     const auto now = Clock::now();
     if (until == Clock::time_point::min())
       until = slice.count() < 0 ? Clock::time_point::max() : now + slice;
@@ -673,6 +670,7 @@ void AsyncLane::on_broken(const Status& why) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (broken_.is_ok()) broken_ = why.is_ok() ? internal_error("lane broken") : why;
+    ended_.store(true);
     std::vector<LaneOp*> ending;
     for (auto& kv : ops_) {
       if (!kv.second->running) ending.push_back(kv.second.get());  // a driver ends a running one
@@ -703,6 +701,7 @@ void AsyncLane::close() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     closed_ = true;
+    ended_.store(true);
   }
   thread_cv_.notify_one();
   handoff_cv_.notify_all();

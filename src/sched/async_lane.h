@@ -194,6 +194,7 @@ class AsyncLane {
   uint64_t next_order_ = 0;
   bool closed_ = false;
   Status broken_;
+  std::atomic<bool> ended_{false};  // broken_ set or closed_: drivers stop
 
   // Driving: one thread at a time holds driver_mu_.
   std::mutex driver_mu_;
