@@ -154,15 +154,16 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint6
                            : Status(broken_.code(), op->label() + ": " + broken_.message());
       done.push_back(op);
     } else if (withdrawn_.erase(op->key()) > 0) {
-      op->result = timeout_error(op->label() +
-                                 " timed out: the ranks that submitted it gave up on it"
-                                 " before this rank did");
+      op->result = timeout_error(op->label() + " timed out after " +
+                                 std::to_string(opts_.timeout_ms) +
+                                 " ms: the other ranks gave up on it before this rank submitted it");
       done.push_back(op);
     } else {
       ops_[op->key()] = op;
       LaneRecord rec = record_of(*op);
-      if (bytes > 0 && bytes <= LaneRecord::kPayloadBytes)
-        std::memcpy(rec.payload, op->spec.send, bytes);
+      if (bytes > 0 && bytes <= LaneRecord::kPayloadBytes) {
+        std::memcpy(rec.payload, op->spec.send, bytes);  // a tiny operation travels in its record
+      }
       if (!unpublished_.empty() || !log_.publish(rec)) {
         unpublished_.push_back(rec);  // the ring is full: a driver publishes it later
         flush_unpublished_locked();
@@ -333,6 +334,8 @@ void AsyncLane::erase_match_locked(MatchMap::iterator it) {
   matches_.erase(it);
 }
 
+// Ranks (local indices, which are the ranks: every rank is local) whose
+// record of the operation has not been read.
 std::string AsyncLane::missing_locked(uint64_t name_hash, uint64_t seq) const {
   auto it = matches_.find({name_hash, seq});
   std::string out;
