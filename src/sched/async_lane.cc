@@ -154,9 +154,9 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint6
                            : Status(broken_.code(), op->label() + ": " + broken_.message());
       done.push_back(op);
     } else if (withdrawn_.erase(op->key()) > 0) {
-      op->result = timeout_error(op->label() + " timed out after " +
-                                 std::to_string(opts_.timeout_ms) +
-                                 " ms: the other ranks gave up on it before this rank submitted it");
+      op->result =
+          timeout_error(op->label() + " timed out after " + std::to_string(opts_.timeout_ms) +
+                        " ms: the other ranks gave up on it before this rank submitted it");
       done.push_back(op);
     } else {
       ops_[op->key()] = op;
