@@ -659,10 +659,13 @@ bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req) {
     }
     // None of ours, but started partitions of other operations wait for a
     // worker: run the first here (this thread would only sleep, and the
-    // operations it waits for often need them, e.g. under wait_all).
+    // operations it waits for often need them, e.g. under wait_all). Only
+    // of an operation every rank submitted (confirmed): one that waits for
+    // a peer's submission could keep this thread, and the application's
+    // next step, from the peer that waits for that step to submit it.
     if (mine == nullptr && !req->done()) {
       for (auto it = runnable_.begin(); it != runnable_.end(); ++it) {
-        if (*it != nullptr && (*it)->index != kFinalizeTask) {
+        if (*it != nullptr && (*it)->index != kFinalizeTask && (*it)->op->confirmed) {
           mine = *it;
           runnable_.erase(it);
           break;

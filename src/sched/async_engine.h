@@ -28,7 +28,10 @@
 //  4. Running: a partition is the blocking algorithm (src/algo) on a slice,
 //     with its own frame keys: wire sequence = seq << 24 | partition. A
 //     thread in kf_request_wait() runs its request's started partitions
-//     itself when no worker took them yet (no hand-off for small ops).
+//     itself when no worker took them yet (no hand-off for small ops), and
+//     then those of other operations that every rank submitted, never one
+//     still waiting for a peer's submission: the application may hold that
+//     submission back until this thread returns (tests/mp/async_depend.cc).
 //  5. Completion: after the last partition the operation waits for every
 //     peer's signature frame, compares the full signatures (a mismatch fails
 //     it with a text naming what differs), then completes the request.
