@@ -65,12 +65,12 @@
  * operation is fused is part of its signature: KF_FUSION_THRESHOLD_BYTES
  * must be equal on every rank (0 turns fusion off).
  *
- * Performance: with KF_ASYNC_ARENA=1 (opt-in), when every rank shares one host,
+ * Performance: when every rank of the communicator shares one host,
  * kf_iall_reduce runs through the shared-memory arena of the blocking
  * all_reduce (a staging area of its own), in an order the ranks agree on
  * through shared memory: partitions of operations that every rank submitted,
  * the most urgent first, one at a time (so fusion is not needed there).
- * KF_ASYNC_ARENA=0 (the default) turns it off. Everything else moves over the peer
+ * KF_ASYNC_ARENA=0 turns this off. Everything else moves over the peer
  * rings (shared memory or TCP). Small single-partition operations (up to
  * 64 KiB) start at submission; larger ones once every rank submitted them.
  *
