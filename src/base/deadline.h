@@ -8,6 +8,12 @@ namespace kf {
 
 using Clock = std::chrono::steady_clock;
 
+// Nanoseconds on Clock, for time stamps (traces, stall ages).
+inline int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
 class Deadline {
  public:
   // A deadline `ms` milliseconds from now; ms < 0 means never.

@@ -8,6 +8,7 @@
 #include <new>
 
 #include "base/config.h"
+#include "base/deadline.h"
 #include "base/dtype.h"
 #include "base/log.h"
 #include "sched/async_lane.h"
@@ -17,11 +18,6 @@
 
 namespace kf {
 namespace {
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
-      .count();
-}
 
 uint64_t knob_bytes(Knob k, uint64_t fallback) {
   int64_t v = knob_int(k);
@@ -128,7 +124,7 @@ void AsyncEngine::enable_lane(ShmTransport* shm, bool single_copy, size_t one_sh
              uint32_t partitions, int32_t priority, uint64_t bytes, const Status& st) {
         emit_event(type, name, seq, partition, partitions, priority, bytes, st);
       },
-      [this](int peer, const AsyncOpSpec& spec, uint64_t name_hash, uint64_t seq, uint64_t) {
+      [this](int peer, const AsyncOpSpec& spec, uint64_t name_hash, uint64_t seq) {
         send_signature(peer, spec, name_hash, seq);
       }));
 }

@@ -2,21 +2,14 @@
 #include <chrono>
 #include <cstdio>
 
+#include "base/deadline.h"
 #include "base/log.h"
 #include "sched/async_engine.h"
 #include "sched/async_lane.h"
 #include "sched/async_state.h"
+#include "sched/async_texts.h"
 
 namespace kf {
-namespace {
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
-
 Status AsyncEngine::wait_transfer(const TransferHandle& t, const Deadline& d) {
   ShmTransport* shm = engine_->shm();
   return shm != nullptr ? shm->wait(t, d) : t->wait(d);
@@ -74,7 +67,7 @@ void AsyncEngine::finalize(AsyncOp* o) {
         st = Status(health.code(), o->label() + ": " + health.message());
       } else {
         st = timeout_error(o->label() + " timed out after " + std::to_string(timeout_ms_) +
-                           " ms: rank(s) " + missing + " never submitted it");
+                           " ms: " + never_submitted_text(missing));
       }
     } else if (!sig.is_ok()) {
       st = sig;
@@ -156,9 +149,7 @@ void AsyncEngine::inspector_loop() {
           o->warned = true;
           std::string missing = missing_ranks(o);
           if (!missing.empty()) {
-            KF_LOG_WARN(o->label() + " was submitted on rank " + std::to_string(rank_) + " " +
-                        std::to_string((now - o->submit_ns) / 1000000) +
-                        " ms ago but not yet on rank(s) " + missing);
+            KF_LOG_WARN(stall_text(o->label(), rank_, (now - o->submit_ns) / 1000000, missing));
           }
         } else {
           next = std::min(next, o->submit_ns + warn_ns);
@@ -175,12 +166,12 @@ void AsyncEngine::inspector_loop() {
         const bool queued = o->queued > 0 || waiting_fused;
         if (queued && now >= at) {
           std::string missing = missing_ranks(o);
-          o->set_error(
-              timeout_error(o->label() + " timed out " + (waiting_fused ? "" : "in the queue ") +
-                            "after " + std::to_string(timeout_ms_) + " ms" +
-                            (!missing.empty() ? "; rank(s) " + missing + " never submitted it"
-                             : waiting_fused  ? " waiting for data"
-                                              : "")));
+          o->set_error(timeout_error(o->label() + " timed out " +
+                                     (waiting_fused ? "" : "in the queue ") + "after " +
+                                     std::to_string(timeout_ms_) + " ms" +
+                                     (!missing.empty() ? "; " + never_submitted_text(missing)
+                                      : waiting_fused  ? " waiting for data"
+                                                       : "")));
           if (waiting_fused) {
             fused_ready_locked(o, false);
           } else {
@@ -201,7 +192,7 @@ void AsyncEngine::inspector_loop() {
         for (int s : r.submitted_by) ranks += (ranks.empty() ? "" : ", ") + std::to_string(s);
         char hash[20];
         std::snprintf(hash, sizeof(hash), "%016llx", static_cast<unsigned long long>(kv.first.first));
-        KF_LOG_WARN("rank(s) " + ranks + " submitted operation #" + std::to_string(kv.first.second) +
+        KF_LOG_WARN(ranks_text(ranks) + " submitted operation #" + std::to_string(kv.first.second) +
                     " of name hash " + hash + " " + std::to_string((now - r.first_ns) / 1000000) +
                     " ms ago; rank " + std::to_string(rank_) + " has not submitted it");
       } else {

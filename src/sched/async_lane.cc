@@ -9,28 +9,19 @@
 #include "algo/reduce_kernels.h"
 #include "algo/shm_collectives.h"
 #include "algo/strategy.h"
+#include "base/cpu_relax.h"
+#include "base/deadline.h"
 #include "base/dtype.h"
 #include "base/log.h"
 #include "sched/async_signature.h"
+#include "sched/async_texts.h"
 #include "sched/op_arena.h"
 #include "sched/op_kind.h"
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define KF_LANE_RELAX() _mm_pause()
-#else
-#define KF_LANE_RELAX() ((void)0)
-#endif
 
 namespace kf {
 namespace {
 
 enum Verb : uint32_t { kRun = 1, kWithdraw = 2 };
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
-      .count();
-}
 
 // How long a driver polls before it sleeps on its doorbell, and how long the
 // lane thread keeps its cycle after the last operation before it sleeps
@@ -386,9 +377,8 @@ bool AsyncLane::decide_locked(LaneEntry* e) {
     }
     if (!op->warned && warn_ns > 0 && now - op->submit_ns >= warn_ns) {
       op->warned = true;
-      KF_LOG_WARN(op->label() + " was submitted on rank " + std::to_string(me_) + " " +
-                  std::to_string((now - op->submit_ns) / 1000000) +
-                  " ms ago but not yet on rank(s) " + missing_locked(op->name_hash, op->seq));
+      KF_LOG_WARN(stall_text(op->label(), me_, (now - op->submit_ns) / 1000000,
+                             missing_locked(op->name_hash, op->seq)));
     }
   }
   if (ready_.empty()) return false;
@@ -447,7 +437,7 @@ void AsyncLane::run_entry(const LaneEntry& e) {
             op->label() + " timed out after " + std::to_string(opts_.timeout_ms) + " ms: " +
             (missing.empty()
                  ? std::string("the other ranks gave up on it before this rank submitted it")
-                 : "rank(s) " + missing + " never submitted it"));
+                 : never_submitted_text(missing)));
       } else {
         withdrawn_.insert({e.name_hash, e.seq});
       }
@@ -522,7 +512,7 @@ bool AsyncLane::step() {
     }
   }
   for (auto& r : replies) {
-    reply_(r.peer, r.op->spec, r.op->name_hash, r.op->seq, r.op->part_elems);
+    reply_(r.peer, r.op->spec, r.op->name_hash, r.op->seq);
   }
   complete(done);
   if (!have) {
@@ -551,7 +541,7 @@ void AsyncLane::drive(const std::function<bool()>& stop, std::chrono::nanosecond
       continue;
     }
     if ((++polls & 15) != 0) {  // the clock and the locks only now and then
-      KF_LANE_RELAX();
+      cpu_relax();
       continue;
     }
     if (ended_.load(std::memory_order_acquire)) return;

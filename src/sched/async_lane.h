@@ -85,8 +85,8 @@ class AsyncLane {
   using Emit = std::function<void(AsyncEvent::Type, const std::string& name, uint64_t seq,
                                   uint32_t partition, uint32_t partitions, int32_t priority,
                                   uint64_t bytes, const Status& st)>;
-  using Reply = std::function<void(int peer, const AsyncOpSpec& spec, uint64_t name_hash,
-                                   uint64_t seq, uint64_t partition_elems)>;
+  using Reply =
+      std::function<void(int peer, const AsyncOpSpec& spec, uint64_t name_hash, uint64_t seq)>;
 
   // `engine` and `shm` outlive the lane; shm has a lane region.
   AsyncLane(Engine* engine, ShmTransport* shm, const LaneOptions& opts, Emit emit, Reply reply);

@@ -10,11 +10,6 @@
 namespace kf {
 namespace {
 
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
-      .count();
-}
-
 const char kBundleName[] = "kf.fusion.bundle";
 
 }  // namespace

@@ -2,14 +2,8 @@
 
 #include <chrono>
 
+#include "base/cpu_relax.h"
 #include "transport/shm/doorbell.h"
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define KF_TRANSFER_RELAX() _mm_pause()
-#else
-#define KF_TRANSFER_RELAX() ((void)0)
-#endif
 
 namespace kf {
 
@@ -41,7 +35,7 @@ Status Transfer::wait(const Deadline& deadline) {
     // Bounded: after spin_us_ the waiter sleeps like any other.
     const auto until = Clock::now() + std::chrono::microseconds(spin_us_);
     for (unsigned polls = 1; !done(); ++polls) {
-      KF_TRANSFER_RELAX();
+      cpu_relax();
       if ((polls & 63) == 0 && Clock::now() >= until) break;
     }
   }

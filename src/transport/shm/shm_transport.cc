@@ -1,21 +1,15 @@
 #include "transport/shm/shm_transport.h"
-#include <atomic>
 
 #include <sched.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <thread>
 
+#include "base/cpu_relax.h"
 #include "base/log.h"
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define KF_CPU_RELAX() _mm_pause()
-#else
-#define KF_CPU_RELAX() ((void)0)
-#endif
 
 namespace kf {
 namespace {
@@ -233,7 +227,7 @@ Status ShmTransport::staging_barrier(int area, const Deadline& deadline,
       if (opts_.oversubscribed || (++polls & 255) == 0) {
         sched_yield();
       } else {
-        KF_CPU_RELAX();
+        cpu_relax();
       }
       continue;
     }
@@ -374,7 +368,7 @@ Status ShmTransport::wait(const TransferHandle& t, const Deadline& deadline) {
       if (opts_.oversubscribed || (++polls & 63) == 0) {
         sched_yield();
       } else {
-        KF_CPU_RELAX();
+        cpu_relax();
       }
       continue;
     }
