@@ -37,6 +37,10 @@ class Deadline {
   }
   bool is_never() const { return never_; }
   Clock::time_point time_point() const { return at_; }
+  // The deadline on the scale of now_ns() (meaningless when is_never()).
+  int64_t at_ns() const {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(at_.time_since_epoch()).count();
+  }
 
  private:
   bool never_ = true;

@@ -10,6 +10,7 @@
 #include "sched/async_texts.h"
 
 namespace kf {
+
 Status AsyncEngine::wait_transfer(const TransferHandle& t, const Deadline& d) {
   ShmTransport* shm = engine_->shm();
   return shm != nullptr ? shm->wait(t, d) : t->wait(d);
@@ -66,8 +67,7 @@ void AsyncEngine::finalize(AsyncOp* o) {
       if (!health.is_ok()) {
         st = Status(health.code(), o->label() + ": " + health.message());
       } else {
-        st = timeout_error(o->label() + " timed out after " + std::to_string(timeout_ms_) +
-                           " ms: " + never_submitted_text(missing));
+        st = timeout_error(timed_out_text(o->label(), timeout_ms_, never_submitted_text(missing)));
       }
     } else if (!sig.is_ok()) {
       st = sig;
@@ -158,8 +158,7 @@ void AsyncEngine::inspector_loop() {
       // Partitions still queued at the deadline never started: end them
       // here (running ones end by their own deadline).
       if (!o->deadline.is_never()) {
-        int64_t at = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                         o->deadline.time_point().time_since_epoch()).count();
+        const int64_t at = o->deadline.at_ns();
         // A fused operation waiting for data is "queued" too: no thread
         // waits for it, so its deadline is enforced here.
         const bool waiting_fused = o->fused && o->fused_state == AsyncOp::FusedState::kWaiting;

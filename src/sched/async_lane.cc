@@ -145,9 +145,7 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint6
                            : Status(broken_.code(), op->label() + ": " + broken_.message());
       done.push_back(op);
     } else if (withdrawn_.erase(op->key()) > 0) {
-      op->result =
-          timeout_error(op->label() + " timed out after " + std::to_string(opts_.timeout_ms) +
-                        " ms: the other ranks gave up on it before this rank submitted it");
+      op->result = timeout_error(timed_out_text(op->label(), opts_.timeout_ms, gave_up_text()));
       done.push_back(op);
     } else {
       ops_[op->key()] = op;
@@ -434,10 +432,8 @@ void AsyncLane::run_entry(const LaneEntry& e) {
         ingest_locked();
         const std::string missing = missing_locked(e.name_hash, e.seq);
         op->result = timeout_error(
-            op->label() + " timed out after " + std::to_string(opts_.timeout_ms) + " ms: " +
-            (missing.empty()
-                 ? std::string("the other ranks gave up on it before this rank submitted it")
-                 : never_submitted_text(missing)));
+            timed_out_text(op->label(), opts_.timeout_ms,
+                           missing.empty() ? gave_up_text() : never_submitted_text(missing)));
       } else {
         withdrawn_.insert({e.name_hash, e.seq});
       }

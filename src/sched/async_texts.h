@@ -27,4 +27,16 @@ inline std::string never_submitted_text(const std::string& missing) {
   return ranks_text(missing) + " never submitted it";
 }
 
+// The cause of a timeout on a rank that submitted the operation after every
+// other rank had already given up on it.
+inline std::string gave_up_text() {
+  return "the other ranks gave up on it before this rank submitted it";
+}
+
+// An operation that timed out after `timeout_ms`: `label`, then `cause`.
+inline std::string timed_out_text(const std::string& label, int64_t timeout_ms,
+                                  const std::string& cause) {
+  return label + " timed out after " + std::to_string(timeout_ms) + " ms: " + cause;
+}
+
 }  // namespace kf
