@@ -116,9 +116,15 @@ static void test_one_rank_ops(void** state) {
   assert_int_equal(kf_request_wait_all(3, reqs), KF_SUCCESS);
   for (int i = 0; i < 3; ++i) assert_int_equal(kf_request_free(reqs[i]), KF_SUCCESS);
 
-  /* fire-and-forget: no handle, the callback reports */
-  calls = 0;
-  assert_int_equal(kf_iall_reduce(comm, "ff", v, out, 8, KF_INT32, KF_MAX, &o, NULL), KF_SUCCESS);
+  /* fire-and-forget: no handle, the callback reports. Nothing here waits for
+   * it (the barrier below is another name, unordered with it), so its
+   * buffers and callback state must outlive this function: static, and the
+   * communicator's destruction waits for the operation. */
+  static int32_t ff_in[8] = {1, 2, 3, 4, 5, 6, 7, 8}, ff_out[8];
+  static int ff_calls;
+  o.user_data = &ff_calls;
+  assert_int_equal(kf_iall_reduce(comm, "ff", ff_in, ff_out, 8, KF_INT32, KF_MAX, &o, NULL),
+                   KF_SUCCESS);
   assert_int_equal(kf_ibarrier(comm, "ff.sync", NULL, &reqs[0]), KF_SUCCESS);
   assert_int_equal(kf_request_wait(reqs[0]), KF_SUCCESS);
   kf_request_free(reqs[0]);
