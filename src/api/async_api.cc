@@ -118,11 +118,7 @@ AsyncOpSpec spec_of(const char* name, uint32_t kind, const void* send, void* rec
 }
 
 Status wait_one(kf_request* r) {
-  if (!r->state->done()) {
-    // Two pointers: the std::function holds them without an allocation.
-    AsyncEngine* e = r->engine;
-    r->state->wait([e, r] { return e->help(r->state); });
-  }
+  if (!r->state->done()) r->engine->wait(r->state);
   Status st = r->state->status();
   if (!st.is_ok() && is_live(r->comm)) fail(r->comm, st);
   return st;

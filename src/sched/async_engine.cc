@@ -172,7 +172,7 @@ void AsyncEngine::set_credit_bytes(uint64_t bytes) {
     admit_locked(&starts);
   }
   announce(starts, nullptr, 0);
-  make_runnable(starts);
+  dispatch_starts(&starts, false);
 }
 
 uint64_t AsyncEngine::partition_bytes() const { return partition_bytes_.load(); }
@@ -346,7 +346,7 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
   }
   if (o->fused) start_fused(o, op);
   announce(starts, o, prefix);
-  make_runnable(starts);
+  dispatch_starts(&starts, false);
 
   *out = o->req;
   // 5. Release the submission's hold on completion.
@@ -455,21 +455,51 @@ void AsyncEngine::drop_queued_locked(AsyncOp* op) {
 }
 
 // Admission after a confirmation seen on a transport thread, which must not
-// send: run on a worker (a null entry of runnable_).
-void AsyncEngine::admit_and_start() {
+// send: run on a worker (a null entry of runnable_). With `keep_one`, the
+// first partition admitted is returned, marked running, for the calling
+// thread to run; the others go to the pool.
+AsyncPartition* AsyncEngine::admit_and_start(bool keep_one) {
   std::vector<AsyncPartition*> starts;
   {
     std::lock_guard<std::mutex> lock(mu_);
     admit_locked(&starts);
   }
   announce(starts, nullptr, 0);
-  make_runnable(starts);
+  return dispatch_starts(&starts, keep_one);
+}
+
+// Dispatches the partitions of *starts; with `keep_first`, the first one is
+// kept back for the calling thread instead, marked running, and returned.
+AsyncPartition* AsyncEngine::dispatch_starts(std::vector<AsyncPartition*>* starts,
+                                             bool keep_first) {
+  if (starts->empty()) return nullptr;
+  AsyncPartition* first = keep_first ? starts->front() : nullptr;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (AsyncPartition* p : *starts) {
+    if (p == first) {
+      p->state = AsyncPartition::State::kRunning;
+    } else {
+      dispatch_locked(p);
+    }
+  }
+  return first;
+}
+
+void AsyncEngine::hand_off(AsyncPartition* p) {
+  std::lock_guard<std::mutex> lock(mu_);
+  p->state = AsyncPartition::State::kRunnable;
+  dispatch_locked(p);
+}
+
+void AsyncEngine::run_chain(AsyncPartition* p) {
+  while (p != nullptr) p = run_partition_task(p);
 }
 
 // Puts a started partition where a worker (or a waiting caller) takes it.
 // A started partition must never wait for a thread: spawn one if none idle.
 void AsyncEngine::dispatch_locked(AsyncPartition* p) {
   if (stop_) return;  // closed: nothing runs any more
+  if (!parked_.empty() && hand_to_parked_locked(p)) return;
   runnable_.push_back(p);
   if (idle_workers_ >= runnable_.size()) {
     work_cv_.notify_one();
@@ -492,12 +522,6 @@ void AsyncEngine::announce(const std::vector<AsyncPartition*>& starts, const Asy
       if (r != rank_) peers.isend(r, Tag{0, kStartStep}, nullptr, 0);
     }
   }
-}
-
-void AsyncEngine::make_runnable(const std::vector<AsyncPartition*>& starts) {
-  if (starts.empty()) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  for (AsyncPartition* p : starts) dispatch_locked(p);
 }
 
 void AsyncEngine::on_control_frame(int src, uint64_t name_hash, uint64_t wire_seq, uint32_t step,
@@ -579,11 +603,11 @@ void AsyncEngine::worker_loop() {
       }
       lock.unlock();
       if (p == nullptr) {
-        admit_and_start();
+        run_chain(admit_and_start(true));
       } else if (p->index == kFinalizeTask) {
         finalize(p->op);
       } else {
-        run_partition_task(p);
+        run_chain(p);
       }
       lock.lock();
       continue;
@@ -592,6 +616,94 @@ void AsyncEngine::worker_loop() {
     ++idle_workers_;
     work_cv_.wait(lock, [this] { return !runnable_.empty() || stop_; });
     --idle_workers_;
+  }
+}
+
+// ---- waiting ----------------------------------------------------------------
+
+void AsyncEngine::wait(const std::shared_ptr<AsyncRequest>& req) {
+  if (req->lane_) {
+    req->wait([this, &req] { return lane_->help(req); });
+    return;
+  }
+  for (;;) {
+    while (!req->done() && help(req)) {
+    }
+    AsyncPartition* task = nullptr;
+    if (!park(req, &task)) return;  // done
+    run_handed(task, req);
+  }
+}
+
+// Registers the calling thread as a parked waiter and sleeps until `req` is
+// done or a task is handed to it. Returns whether one was (in *task; null is
+// an admission). A handed task is always run, even if `req` is done by then:
+// it was taken off the queues for this thread.
+bool AsyncEngine::park(const std::shared_ptr<AsyncRequest>& req, AsyncPartition** task) {
+  Parked me{req.get()};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) {
+      req->wait(nullptr);  // close() ends every operation
+      return false;
+    }
+    parked_.push_back(&me);
+  }
+  {
+    std::unique_lock<std::mutex> lock(req->mu_);
+    req->cv_.wait(lock, [&] { return me.handed || req->done_.load(std::memory_order_relaxed); });
+  }
+  {
+    // Handing happens under mu_ and unregisters the waiter: once this
+    // thread is off the list, nobody hands it anything more.
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = std::find(parked_.begin(), parked_.end(), &me);
+    if (it != parked_.end()) parked_.erase(it);
+  }
+  std::lock_guard<std::mutex> lock(req->mu_);
+  *task = me.task;
+  return me.handed;
+}
+
+// Gives `p` (null: an admission) to a parked waiter instead of the pool: to
+// the one waiting for p's operation, else, for an admission or a partition
+// of an operation every rank submitted (which never waits for a peer's
+// application code), to any. Caller holds mu_.
+bool AsyncEngine::hand_to_parked_locked(AsyncPartition* p) {
+  auto it = parked_.end();
+  if (p != nullptr) {
+    it = std::find_if(parked_.begin(), parked_.end(),
+                      [p](const Parked* w) { return w->req == p->op->req.get(); });
+  }
+  if (it == parked_.end()) {
+    if (p != nullptr && (p->index == kFinalizeTask || !p->op->confirmed)) return false;
+    it = parked_.begin();
+  }
+  Parked* w = *it;
+  parked_.erase(it);
+  if (p != nullptr) p->state = AsyncPartition::State::kRunning;
+  {
+    std::lock_guard<std::mutex> lock(w->req->mu_);
+    w->task = p;
+    w->handed = true;
+  }
+  w->req->cv_.notify_all();
+  return true;
+}
+
+// Runs a task handed to a parked waiter of `req`.
+void AsyncEngine::run_handed(AsyncPartition* p, const std::shared_ptr<AsyncRequest>& req) {
+  if (p == nullptr) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      admit_task_queued_ = false;
+    }
+    p = admit_and_start(true);
+    if (p != nullptr) run_then_return(p, req);
+  } else if (p->index == kFinalizeTask) {
+    finalize(p->op);
+  } else {
+    run_then_return(p, req);
   }
 }
 
@@ -690,7 +802,7 @@ bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req) {
       shm->wait(t, Deadline::after_ms(2));
       // A confirmation seen just now: admit here rather than wait for the
       // worker that the hook woke (one thread hand-off fewer).
-      admit_and_start();
+      if (AsyncPartition* p = admit_and_start(true)) run_then_return(p, req);
       return true;
     }
     mine->state = AsyncPartition::State::kRunning;
@@ -698,12 +810,20 @@ bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req) {
   if (mine->index == kFinalizeTask) {
     finalize(mine->op);
   } else {
-    run_partition_task(mine);
+    run_then_return(mine, req);
   }
   return true;
 }
 
-void AsyncEngine::run_partition_task(AsyncPartition* p) {
+// For a thread waiting for `req`: runs p and its continuations while req is
+// pending, then hands the next continuation to the pool and returns.
+void AsyncEngine::run_then_return(AsyncPartition* p, const std::shared_ptr<AsyncRequest>& req) {
+  p = run_partition_task(p);
+  while (p != nullptr && !req->done()) p = run_partition_task(p);
+  if (p != nullptr) hand_off(p);
+}
+
+AsyncPartition* AsyncEngine::run_partition_task(AsyncPartition* p) {
   AsyncOp* o = p->op;
   Status st;
   if (o->fused) {
@@ -713,7 +833,7 @@ void AsyncEngine::run_partition_task(AsyncPartition* p) {
     st = o->failed.load() ? o->first_error() : run_planned(p);
   }
   emit(AsyncEvent::Type::kPartitionDone, *o, p->index, p->bytes, st);
-  partition_done(p, st);
+  return partition_done(p, st);
 }
 
 // A partition of an operation that is not fused: its kind's algorithm on
@@ -742,10 +862,15 @@ Status AsyncEngine::run_planned(AsyncPartition* p) {
   return st;
 }
 
-void AsyncEngine::partition_done(AsyncPartition* p, const Status& st) {
+// Releases p's credit and admits what it allows. Returns the first
+// partition admitted as the caller's continuation, unless completing the
+// operation (here, first) could block: then every admitted partition goes
+// to the pool. A completion is quick when every peer's signature frame is
+// in (confirmed) and no user callback runs.
+AsyncPartition* AsyncEngine::partition_done(AsyncPartition* p, const Status& st) {
   AsyncOp* o = p->op;
   std::vector<AsyncPartition*> starts;
-  bool fin;
+  bool fin, quick;
   {
     std::lock_guard<std::mutex> lock(mu_);
     p->state = AsyncPartition::State::kDone;
@@ -759,11 +884,13 @@ void AsyncEngine::partition_done(AsyncPartition* p, const Status& st) {
       drop_queued_locked(o);
     }
     fin = --o->unfinished == 0;
+    quick = !fin || (o->confirmed && !o->spec.on_complete);
     admit_locked(&starts);
   }
   announce(starts, nullptr, 0);
-  make_runnable(starts);
+  AsyncPartition* next = dispatch_starts(&starts, quick);
   if (fin) finalize(o);
+  return next;
 }
 
 }  // namespace kf

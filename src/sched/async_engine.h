@@ -32,6 +32,11 @@
 //     then those of other operations that every rank submitted, never one
 //     still waiting for a peer's submission: the application may hold that
 //     submission back until this thread returns (tests/mp/async_depend.cc).
+//     The thread that finishes a partition runs the first partition its
+//     release of credit admits (a continuation) rather than waking another
+//     thread for it, unless the operation's completion could block first
+//     (a peer's signature frame still missing, or a user callback): a
+//     started partition never waits for a thread that may block.
 //  5. Completion: after the last partition the operation waits for every
 //     peer's signature frame, compares the full signatures (a mismatch fails
 //     it with a text naming what differs), then completes the request.
@@ -196,6 +201,13 @@ class AsyncEngine {
   // (the op may already be complete, e.g. on a single rank).
   Status submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out);
 
+  // Waits until `req` is done (kf_request_wait). The calling thread runs
+  // what it can meanwhile (help()); when there is nothing, it parks, and
+  // the engine hands a parked waiter work it may run instead of waking a
+  // worker: a task of its own operation, an admission, or a partition of an
+  // operation every rank submitted (see "Running" above).
+  void wait(const std::shared_ptr<AsyncRequest>& req);
+
   // Runs started-but-unclaimed partitions of `req` on the calling thread,
   // or moves its data; true if it did something (call again). Sends the
   // fused frames held back first: whoever waits is done submitting.
@@ -265,13 +277,32 @@ class AsyncEngine {
   void drop_queued_locked(AsyncOp* op);
   void confirm_locked(AsyncOp* op);
   void saw_signature_locked(AsyncOp* op, int src);
-  void admit_and_start();
+  AsyncPartition* admit_and_start(bool keep_one);
+  AsyncPartition* dispatch_starts(std::vector<AsyncPartition*>* starts, bool keep_first);
   void announce(const std::vector<AsyncPartition*>& starts, const AsyncOp* skip, uint32_t prefix);
-  void make_runnable(const std::vector<AsyncPartition*>& starts);
   void worker_loop();
-  void run_partition_task(AsyncPartition* p);
+  // Running a partition returns its continuation: a partition its
+  // completion admitted, already marked running, for the same thread to run
+  // next (no hand-off to another worker); null if none. run_chain() runs a
+  // partition and its continuations; hand_off() gives a continuation to the
+  // pool instead (a thread that must return, e.g. a waiter whose request is
+  // complete).
+  AsyncPartition* run_partition_task(AsyncPartition* p);
+  void run_chain(AsyncPartition* p);
+  void hand_off(AsyncPartition* p);
+  void run_then_return(AsyncPartition* p, const std::shared_ptr<AsyncRequest>& req);
+  // A thread in wait() with nothing to run: sleeps on its request until it
+  // is done or a task is handed to it (returned; null when done).
+  struct Parked {
+    AsyncRequest* req;
+    AsyncPartition* task = nullptr;  // guarded by req->mu_ (set under mu_ too)
+    bool handed = false;             // a task (maybe the null admission) was handed
+  };
+  bool park(const std::shared_ptr<AsyncRequest>& req, AsyncPartition** task);
+  bool hand_to_parked_locked(AsyncPartition* p);
+  void run_handed(AsyncPartition* p, const std::shared_ptr<AsyncRequest>& req);
   Status run_planned(AsyncPartition* p);
-  void partition_done(AsyncPartition* p, const Status& st);
+  AsyncPartition* partition_done(AsyncPartition* p, const Status& st);
   Status check_signatures(AsyncOp* op);
   void finalize(AsyncOp* op);
   void start_fused(AsyncOp* op, const std::shared_ptr<AsyncOp>& keep);
@@ -318,6 +349,7 @@ class AsyncEngine {
   uint32_t inflight_self_count_ = 0;  // and their number
   std::vector<std::thread> workers_;
   size_t idle_workers_ = 0;
+  std::vector<Parked*> parked_;  // threads asleep in wait()
   bool stop_ = false;
   std::thread inspector_;
   bool inspector_started_ = false;

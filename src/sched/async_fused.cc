@@ -67,7 +67,8 @@ void AsyncEngine::fused_event(const std::weak_ptr<AsyncOp>& w, bool data) {
 }
 
 // The operation can complete now: give its partition to a thread in help()
-// for its request if there is one (no hand-off). Else, when every data
+// for its request if there is one (no hand-off), or to a parked waiter.
+// Else, when every data
 // receive is in (so is every signature frame: each peer sent its signature
 // before its data), completing never waits: the completer thread takes it,
 // and many operations made ready by one bundle cost it one wake-up, not a
@@ -85,6 +86,7 @@ void AsyncEngine::fused_ready_locked(AsyncOp* o, bool data_complete) {
     dispatch_locked(&o->parts[0]);
     return;
   }
+  if (!parked_.empty() && hand_to_parked_locked(&o->parts[0])) return;
   completions_.push_back(o);
   if (!completer_.joinable()) {
     completer_ = std::thread([this] { completer_loop(); });
@@ -98,7 +100,7 @@ void AsyncEngine::completer_loop() {
   for (;;) {
     if (AsyncOp* o = take_completion_locked(nullptr, true)) {
       lock.unlock();
-      run_partition_task(&o->parts[0]);
+      run_chain(&o->parts[0]);
       lock.lock();
       continue;
     }
@@ -157,7 +159,9 @@ void AsyncEngine::poll(const std::shared_ptr<AsyncRequest>& req) {
     std::lock_guard<std::mutex> lock(mu_);
     o = take_completion_locked(req.get(), false);
   }
-  if (o != nullptr) run_partition_task(&o->parts[0]);
+  if (o == nullptr) return;
+  // Never blocks: what its completion admitted goes to the pool.
+  if (AsyncPartition* next = run_partition_task(&o->parts[0])) hand_off(next);
 }
 
 }  // namespace kf
