@@ -399,14 +399,12 @@ void AsyncEngine::admit_locked(std::vector<AsyncPartition*>* starts) {
     AsyncOp* o = ready_.begin()->op;
     while (o->parts[o->next_queued].state != AsyncPartition::State::kQueued) ++o->next_queued;
     AsyncPartition* p = &o->parts[o->next_queued];
-    if (inflight_self_count_ != 0 &&
-        (inflight_self_ + p->bytes > credit || inflight_self_count_ >= kMaxSelfStarted)) {
+    if (credited_count_ != 0 &&
+        (credited_bytes_ + p->bytes > credit || credited_count_ >= kMaxCredited)) {
       break;
     }
     p->state = AsyncPartition::State::kRunnable;
-    p->self = true;
-    inflight_self_ += p->bytes;
-    ++inflight_self_count_;
+    take_credit_locked(p);
     starts->push_back(p);
     if (--o->queued == 0) {
       ready_.erase(ready_.begin());
@@ -430,10 +428,21 @@ void AsyncEngine::saw_signature_locked(AsyncOp* o, int src) {
   ++o->sigs_seen;
 }
 
+void AsyncEngine::take_credit_locked(AsyncPartition* p) {
+  p->credited = true;
+  credited_bytes_ += p->bytes;
+  ++credited_count_;
+}
+
+// A peer started op's partition `index`: start it here too, whatever the
+// credit. It holds credit if every rank submitted the operation (then it
+// surely completes); one still waiting for a rank's submission must not,
+// or that rank could wait for a partition this credit keeps queued.
 void AsyncEngine::force_locked(AsyncOp* op, uint32_t index) {
   AsyncPartition* p = &op->parts[index];
   if (p->state != AsyncPartition::State::kQueued) return;
   p->state = AsyncPartition::State::kRunnable;
+  if (op->confirmed) take_credit_locked(p);
   if (--op->queued == 0 && op->in_ready) {
     ready_.erase(QueueKey{op->spec.priority, op->order, op});
     op->in_ready = false;
@@ -874,9 +883,9 @@ AsyncPartition* AsyncEngine::partition_done(AsyncPartition* p, const Status& st)
   {
     std::lock_guard<std::mutex> lock(mu_);
     p->state = AsyncPartition::State::kDone;
-    if (p->self) {
-      inflight_self_ -= p->bytes;
-      --inflight_self_count_;
+    if (p->credited) {
+      credited_bytes_ -= p->bytes;
+      --credited_count_;
     }
     if (p->eager) --eager_running_;
     if (!st.is_ok()) {

@@ -33,7 +33,7 @@ struct AsyncPartition {
   uint32_t index = 0;
   uint64_t bytes = 0;
   State state = State::kQueued;  // guarded by the engine mutex
-  bool self = false;             // started on this rank's credit
+  bool credited = false;         // holds credit (see async_engine.h, Scheduling)
   bool eager = false;            // started at submission, outside the credit
 };
 
