@@ -399,12 +399,23 @@ void AsyncEngine::admit_locked(std::vector<AsyncPartition*>* starts) {
     AsyncOp* o = ready_.begin()->op;
     while (o->parts[o->next_queued].state != AsyncPartition::State::kQueued) ++o->next_queued;
     AsyncPartition* p = &o->parts[o->next_queued];
-    if (credited_count_ != 0 &&
-        (credited_bytes_ + p->bytes > credit || credited_count_ >= kMaxCredited)) {
-      break;
+    // Partitions that peers started count when they come first in our own
+    // order (the same operation, or a more urgent one): then the ranks
+    // share the window rather than each adding a partition of its own.
+    uint64_t bytes = credited_bytes_;
+    uint32_t count = credited_count_;
+    const QueueKey head{o->spec.priority, o->order, o};
+    for (const AsyncPartition* q : peer_started_) {
+      if (q->op == o || QueueKey{q->op->spec.priority, q->op->order, q->op} < head) {
+        bytes += q->bytes;
+        ++count;
+      }
     }
+    if (count != 0 && (bytes + p->bytes > credit || count >= kMaxCredited)) break;
     p->state = AsyncPartition::State::kRunnable;
-    take_credit_locked(p);
+    p->credited = true;
+    credited_bytes_ += p->bytes;
+    ++credited_count_;
     starts->push_back(p);
     if (--o->queued == 0) {
       ready_.erase(ready_.begin());
@@ -428,21 +439,19 @@ void AsyncEngine::saw_signature_locked(AsyncOp* o, int src) {
   ++o->sigs_seen;
 }
 
-void AsyncEngine::take_credit_locked(AsyncPartition* p) {
-  p->credited = true;
-  credited_bytes_ += p->bytes;
-  ++credited_count_;
-}
-
 // A peer started op's partition `index`: start it here too, whatever the
-// credit. It holds credit if every rank submitted the operation (then it
-// surely completes); one still waiting for a rank's submission must not,
-// or that rank could wait for a partition this credit keeps queued.
+// credit. It weighs on admission (admit_locked) if every rank submitted the
+// operation (then it surely completes); one still waiting for a rank's
+// submission must not, or that rank could wait for a partition it keeps
+// queued.
 void AsyncEngine::force_locked(AsyncOp* op, uint32_t index) {
   AsyncPartition* p = &op->parts[index];
   if (p->state != AsyncPartition::State::kQueued) return;
   p->state = AsyncPartition::State::kRunnable;
-  if (op->confirmed) take_credit_locked(p);
+  if (op->confirmed) {
+    p->peer_started = true;
+    peer_started_.push_back(p);
+  }
   if (--op->queued == 0 && op->in_ready) {
     ready_.erase(QueueKey{op->spec.priority, op->order, op});
     op->in_ready = false;
@@ -886,6 +895,9 @@ AsyncPartition* AsyncEngine::partition_done(AsyncPartition* p, const Status& st)
     if (p->credited) {
       credited_bytes_ -= p->bytes;
       --credited_count_;
+    }
+    if (p->peer_started) {
+      peer_started_.erase(std::find(peer_started_.begin(), peer_started_.end(), p));
     }
     if (p->eager) --eager_running_;
     if (!st.is_ok()) {

@@ -10,12 +10,15 @@
 //     frame has arrived (every rank submitted it). Queued partitions of
 //     confirmed operations are ordered by (priority, submission order,
 //     partition index); the head starts while the bytes (and number, at most
-//     kMaxCredited) of running partitions that hold credit stay within the
+//     kMaxCredited) of running partitions that weigh on it stay within the
 //     credit window, and always when none runs, so any credit makes
-//     progress. Credit is held by the partitions this rank started on its
-//     own and by those of confirmed operations that a peer started (so the
-//     ranks share one window instead of each adding its own on top of the
-//     peers'). A rank that starts a partition on its own tells every peer
+//     progress. On the head weigh the partitions this rank started on its
+//     own credit and the running ones of confirmed operations that a peer
+//     started and that come before the head in this rank's order (the same
+//     operation or a more urgent one): so the ranks share one window for
+//     the operations they agree on, instead of each adding a partition of
+//     its own on top of the peers', while an urgent operation still starts
+//     beside a peer's less urgent one. A rank that starts a partition on its own tells every peer
 //     with a small frame (step kStartStep). A small single-partition
 //     operation starts at once on submission ("eager", outside the credit,
 //     at most kMaxEager at once), announced in its signature frame.
@@ -25,8 +28,9 @@
 //     confirmed operations take credit, so credit is only held by partitions
 //     that every rank runs (each announced to all, each on a thread of its
 //     own from the elastic pool): they finish and give the credit back.
-//     Eager partitions and peer-started ones of operations not confirmed
-//     here hold no credit. Hence every
+//     Eager and peer-started partitions hold no credit of their own, and
+//     only peer-started ones of confirmed operations weigh on admission.
+//     Hence every
 //     operation that all ranks submit completes, whatever the submission
 //     order, credit or partition size. submit() never blocks.
 //  4. Running: a partition is the blocking algorithm (src/algo) on a slice,
@@ -260,11 +264,10 @@ class AsyncEngine {
   static constexpr uint32_t kStartStep = 0xfffffff1u;
   static constexpr int kPartitionBits = 24;
   static constexpr uint64_t kPartitionMask = (uint64_t(1) << kPartitionBits) - 1;
-  // At most this many partitions hold credit at once, so that tiny
-  // partitions cannot start thousands of threads. Partitions that peers
-  // started before this rank confirmed their operation come on top (bounded
-  // by the peers' own limits), so a rank runs at most size * kMaxCredited
-  // partitions at once.
+  // At most this many partitions run on this rank's own credit at once, so
+  // that tiny partitions cannot start thousands of threads. Partitions that
+  // peers started come on top (bounded by the peers' own limits), so a rank
+  // runs at most size * kMaxCredited partitions at once.
   static constexpr uint32_t kMaxCredited = 16;
   // A single-partition operation of at most kEagerBytes starts at once on
   // submission (announced in its signature frame), without waiting for the
@@ -278,7 +281,6 @@ class AsyncEngine {
   Status submit_to_lane(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out);
   void admit_locked(std::vector<AsyncPartition*>* starts);
   void force_locked(AsyncOp* op, uint32_t index);
-  void take_credit_locked(AsyncPartition* p);
   void dispatch_locked(AsyncPartition* p);
   void drop_queued_locked(AsyncOp* op);
   void confirm_locked(AsyncOp* op);
@@ -351,8 +353,11 @@ class AsyncEngine {
   uint32_t eager_running_ = 0;   // small partitions started at submission
   bool admit_task_queued_ = false;  // an admission task waits in runnable_
   std::deque<AsyncPartition*> runnable_;
-  uint64_t credited_bytes_ = 0;  // bytes of running partitions that hold credit
+  uint64_t credited_bytes_ = 0;  // bytes of partitions started on our credit
   uint32_t credited_count_ = 0;  // and their number
+  // Running partitions of confirmed operations that a peer started: they
+  // weigh on admission like ours when they come first in our order.
+  std::vector<AsyncPartition*> peer_started_;
   std::vector<std::thread> workers_;
   size_t idle_workers_ = 0;
   std::vector<Parked*> parked_;  // threads asleep in wait()

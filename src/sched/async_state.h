@@ -33,7 +33,8 @@ struct AsyncPartition {
   uint32_t index = 0;
   uint64_t bytes = 0;
   State state = State::kQueued;  // guarded by the engine mutex
-  bool credited = false;         // holds credit (see async_engine.h, Scheduling)
+  bool credited = false;         // started on this rank's credit
+  bool peer_started = false;     // a peer started it, its operation confirmed here
   bool eager = false;            // started at submission, outside the credit
 };
 
