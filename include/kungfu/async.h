@@ -219,11 +219,13 @@ KF_API kf_status_t kf_request_test(kf_request_t req);
 
 /**
  * Waits until the operation completes and returns its final status. The
- * waiting thread may run the operation's partitions itself (no thread
- * hand-off for small operations), and partitions of other operations that
+ * waiting thread lends itself to the engine meanwhile: it may run the
+ * operation's partitions itself (no thread hand-off for small operations),
+ * start what the credit admits, and run partitions of other operations that
  * every rank has submitted, never one that still waits for a peer's
- * submission: so it returns as soon as `req` is done, whatever the other
- * requests wait for. Bounded by the operation timeout.
+ * submission: so it returns once `req` is done and the partition it is
+ * running (if any) ends, whatever the other requests wait for. Bounded by
+ * the operation timeout.
  * A failure is also recorded as the communicator's last error if the
  * communicator still exists.
  */
