@@ -166,13 +166,7 @@ void AsyncEngine::set_partition_bytes(uint64_t bytes) {
 
 void AsyncEngine::set_credit_bytes(uint64_t bytes) {
   credit_bytes_.store(bytes > 0 ? bytes : knob_bytes(Knob::KF_CREDIT_BYTES, 1 << 20));
-  std::vector<AsyncPartition*> starts;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    admit_locked(&starts);
-  }
-  announce(starts, nullptr, 0);
-  dispatch_starts(&starts, false);
+  admit_and_start(false);
 }
 
 uint64_t AsyncEngine::partition_bytes() const { return partition_bytes_.load(); }
@@ -404,7 +398,7 @@ void AsyncEngine::admit_locked(std::vector<AsyncPartition*>* starts) {
     // share the window rather than each adding a partition of its own.
     uint64_t bytes = credited_bytes_;
     uint32_t count = credited_count_;
-    const QueueKey head{o->spec.priority, o->order, o};
+    const QueueKey& head = *ready_.begin();
     for (const AsyncPartition* q : peer_started_) {
       if (q->op == o || QueueKey{q->op->spec.priority, q->op->order, q->op} < head) {
         bytes += q->bytes;
@@ -472,10 +466,11 @@ void AsyncEngine::drop_queued_locked(AsyncOp* op) {
   }
 }
 
-// Admission after a confirmation seen on a transport thread, which must not
-// send: run on a worker (a null entry of runnable_). With `keep_one`, the
-// first partition admitted is returned, marked running, for the calling
-// thread to run; the others go to the pool.
+// Admits what the credit allows, announces it and dispatches it. After a
+// confirmation seen on a transport thread (which must not send) this runs
+// on a worker (a null entry of runnable_) or a parked waiter. With
+// `keep_one`, the first partition admitted is returned, marked running, for
+// the calling thread to run; the others go to the pool.
 AsyncPartition* AsyncEngine::admit_and_start(bool keep_one) {
   std::vector<AsyncPartition*> starts;
   {
@@ -517,7 +512,7 @@ void AsyncEngine::run_chain(AsyncPartition* p) {
 // A started partition must never wait for a thread: spawn one if none idle.
 void AsyncEngine::dispatch_locked(AsyncPartition* p) {
   if (stop_) return;  // closed: nothing runs any more
-  if (!parked_.empty() && hand_to_parked_locked(p)) return;
+  if (hand_to_parked_locked(p)) return;
   runnable_.push_back(p);
   if (idle_workers_ >= runnable_.size()) {
     work_cv_.notify_one();
@@ -688,6 +683,7 @@ bool AsyncEngine::park(const std::shared_ptr<AsyncRequest>& req, AsyncPartition*
 // of an operation every rank submitted (which never waits for a peer's
 // application code), to any. Caller holds mu_.
 bool AsyncEngine::hand_to_parked_locked(AsyncPartition* p) {
+  if (parked_.empty()) return false;
   auto it = parked_.end();
   if (p != nullptr) {
     it = std::find_if(parked_.begin(), parked_.end(),

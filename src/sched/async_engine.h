@@ -18,10 +18,11 @@
 //     operation or a more urgent one): so the ranks share one window for
 //     the operations they agree on, instead of each adding a partition of
 //     its own on top of the peers', while an urgent operation still starts
-//     beside a peer's less urgent one. A rank that starts a partition on its own tells every peer
-//     with a small frame (step kStartStep). A small single-partition
-//     operation starts at once on submission ("eager", outside the credit,
-//     at most kMaxEager at once), announced in its signature frame.
+//     beside a peer's less urgent one. A rank that starts a partition on its
+//     own tells every peer with a small frame (step kStartStep). A small
+//     single-partition operation starts at once on submission ("eager",
+//     outside the credit, at most kMaxEager at once), announced in its
+//     signature frame.
 //  3. Deadlock freedom (DESIGN.md): a partition that a peer announced is
 //     started here as soon as it is submitted here, whatever the credit;
 //     announcements that arrive before the submission are remembered. Only
@@ -30,9 +31,8 @@
 //     own from the elastic pool): they finish and give the credit back.
 //     Eager and peer-started partitions hold no credit of their own, and
 //     only peer-started ones of confirmed operations weigh on admission.
-//     Hence every
-//     operation that all ranks submit completes, whatever the submission
-//     order, credit or partition size. submit() never blocks.
+//     Hence every operation that all ranks submit completes, whatever the
+//     submission order, credit or partition size. submit() never blocks.
 //  4. Running: a partition is the blocking algorithm (src/algo) on a slice,
 //     with its own frame keys: wire sequence = seq << 24 | partition. A
 //     thread in kf_request_wait() runs its request's started partitions
@@ -264,7 +264,7 @@ class AsyncEngine {
   static constexpr uint32_t kStartStep = 0xfffffff1u;
   static constexpr int kPartitionBits = 24;
   static constexpr uint64_t kPartitionMask = (uint64_t(1) << kPartitionBits) - 1;
-  // At most this many partitions run on this rank's own credit at once, so
+  // At most this many partitions weigh on an admission (see Scheduling), so
   // that tiny partitions cannot start thousands of threads. Partitions that
   // peers started come on top (bounded by the peers' own limits), so a rank
   // runs at most size * kMaxCredited partitions at once.

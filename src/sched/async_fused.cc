@@ -68,9 +68,9 @@ void AsyncEngine::fused_event(const std::weak_ptr<AsyncOp>& w, bool data) {
 
 // The operation can complete now: give its partition to a thread in help()
 // for its request if there is one (no hand-off), or to a parked waiter.
-// Else, when every data
-// receive is in (so is every signature frame: each peer sent its signature
-// before its data), completing never waits: the completer thread takes it,
+// Else, when every data receive is in (so is every signature frame: each
+// peer sent its signature before its data), completing never waits: the
+// completer thread takes it,
 // and many operations made ready by one bundle cost it one wake-up, not a
 // worker each. Failures (a mismatch, a deadline, a lost peer) may wait in
 // finalize() and go to the worker pool.
@@ -86,7 +86,7 @@ void AsyncEngine::fused_ready_locked(AsyncOp* o, bool data_complete) {
     dispatch_locked(&o->parts[0]);
     return;
   }
-  if (!parked_.empty() && hand_to_parked_locked(&o->parts[0])) return;
+  if (hand_to_parked_locked(&o->parts[0])) return;
   completions_.push_back(o);
   if (!completer_.joinable()) {
     completer_ = std::thread([this] { completer_loop(); });
