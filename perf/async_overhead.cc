@@ -1,7 +1,8 @@
 // async_overhead: the cost of the asynchronous engine against blocking calls
 // of the same sizes (run under kfrun, np >= 2). Blocking and asynchronous
-// batches alternate, and each figure is the median over batches, so a burst
-// of other load hits both sides alike.
+// batches alternate after two untimed pairs of batches (warm-up), and each
+// figure is the median over batches (the 90th percentile beside it), so a
+// burst of other load hits both sides alike.
 //  - latency: one 8-byte all_reduce, blocking vs kf_iall_reduce +
 //    kf_request_wait;
 //  - burst: -m all_reduces of 8 bytes (one per tensor, e.g. biases and norm
@@ -35,25 +36,24 @@ void check(kf_status_t st, const char* what) {
   }
 }
 
-double median(std::vector<double> v) {
+// The q-quantile (0.5: the median) of the per-batch times.
+double quantile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
 }
 
 // Runs `blocking` and `async` (each one unit of work) in alternating
-// batches of `reps` units; returns the median time per unit of each, in us,
-// the maximum over ranks (every rank agrees on both figures).
+// batches of `reps` units, after two untimed pairs of batches; returns the
+// median and 90th-percentile time per unit of each, in us, the maximum over
+// ranks (every rank agrees on the figures).
 struct Pair {
-  double blocking, async;
+  double blocking, async;          // medians
+  double blocking_p90, async_p90;  // 90th percentiles
 };
 Pair alternate(kf_comm_t comm, int batches, int reps, const std::function<void()>& blocking,
                const std::function<void()>& async) {
-  for (int i = 0; i < std::max(1, reps / 10); ++i) {
-    blocking();
-    async();
-  }
   std::vector<double> b, a;
-  for (int i = 0; i < batches; ++i) {
+  for (int i = -2; i < batches; ++i) {
     check(kf_barrier(comm), "barrier");
     double t0 = now_us();
     for (int r = 0; r < reps; ++r) blocking();
@@ -62,10 +62,14 @@ Pair alternate(kf_comm_t comm, int batches, int reps, const std::function<void()
     t0 = now_us();
     for (int r = 0; r < reps; ++r) async();
     a.push_back((now_us() - t0) / reps);
+    if (i < 0) {  // warm-up
+      b.clear();
+      a.clear();
+    }
   }
-  double m[2] = {median(b), median(a)};
-  check(kf_all_reduce(comm, m, m, 2, KF_FLOAT64, KF_MAX), "max");
-  return Pair{m[0], m[1]};
+  double m[4] = {quantile(b, 0.5), quantile(a, 0.5), quantile(b, 0.9), quantile(a, 0.9)};
+  check(kf_all_reduce(comm, m, m, 4, KF_FLOAT64, KF_MAX), "max");
+  return Pair{m[0], m[1], m[2], m[3]};
 }
 
 }  // namespace
@@ -141,13 +145,18 @@ int main(int argc, char** argv) {
       });
 
   if (rank == 0) {
-    std::printf("8 B all_reduce latency: blocking %.1f us, async %.1f us (x%.2f)\n", lat.blocking,
-                lat.async, lat.async / lat.blocking);
-    std::printf("burst of %d x 8 B all_reduce: blocking %.1f us, async %.1f us (x%.2f)\n", burst,
-                bst.blocking, bst.async, bst.async / bst.blocking);
-    std::printf("step of %d x %zu B all_reduce: blocking %.0f us, async %.0f us (%+.1f%%)\n", k,
-                bytes, step.blocking, step.async,
-                100.0 * (step.async - step.blocking) / step.blocking);
+    std::printf(
+        "8 B all_reduce latency: blocking %.2f us, async %.2f us (x%.2f); p90 %.2f / %.2f us\n",
+        lat.blocking, lat.async, lat.async / lat.blocking, lat.blocking_p90, lat.async_p90);
+    std::printf(
+        "burst of %d x 8 B all_reduce: blocking %.1f us, async %.1f us (x%.2f); p90 %.1f / %.1f "
+        "us\n",
+        burst, bst.blocking, bst.async, bst.async / bst.blocking, bst.blocking_p90, bst.async_p90);
+    std::printf(
+        "step of %d x %zu B all_reduce: blocking %.0f us, async %.0f us (%+.1f%%); p90 %.0f / %.0f "
+        "us\n",
+        k, bytes, step.blocking, step.async, 100.0 * (step.async - step.blocking) / step.blocking,
+        step.blocking_p90, step.async_p90);
   }
   kf_comm_destroy(comm);
   return 0;

@@ -99,6 +99,7 @@ class LaneLog {
   std::vector<char*> regions_;
   int me_;
   std::vector<uint64_t> next_take_;  // per writer: the next record to take
+  uint64_t slowest_read_ = 0;        // the readers' slowest cursor at publish()'s last look
 };
 
 }  // namespace kf
