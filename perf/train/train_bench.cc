@@ -24,7 +24,11 @@
 // Compute is simulated by sleeping (not spinning, so the CPU stays free for
 // the transport, as a GPU would leave it). Iteration time = time between
 // the ends of consecutive forward passes; the first `warmup` are dropped, and
-// the median of the rest is reported.
+// the median of the rest is a block's time. With --repeat R the list of
+// modes runs R times over (blocks of every mode interleaved, so a slow
+// phase of a shared machine hits them alike): reported are the median of
+// each mode's R block times and the median of its R paired speedups over
+// the FIFO block of the same round.
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -32,6 +36,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -53,12 +58,19 @@ struct Args {
   int iters = 3;
   int warmup = 1;
   int tune_iters = 12;  // at most, before the measured iterations of "tuned"
+  int repeat = 1;       // rounds over the list of modes
   int batch = 32;
   double scale = 1;     // divides gradient sizes and compute times alike
   double tflops = kftrain::kV100AchievedFlops / 1e12;
   uint64_t partition = 0;  // 0 = engine default
   std::string label;       // printed in the RESULT lines (e.g. "tcp 1gbit")
 };
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -77,7 +89,7 @@ std::vector<std::string> split(const std::string& s) {
                "train_bench: %s\n"
                "usage: train_bench [--models resnet50,vgg16,bert] "
                "[--modes blocking,fifo,priority,tuned]\n"
-               "  [--iters N] [--warmup N] [--tune-iters N] [--batch N] [--scale S]\n"
+               "  [--iters N] [--warmup N] [--repeat R] [--tune-iters N] [--batch N] [--scale S]\n"
                "  [--tflops T] [--partition BYTES] [--label TEXT]\n",
                why);
   std::exit(2);
@@ -93,6 +105,8 @@ Args parse(int argc, char** argv) {
     else if (k == "--modes") a.modes = split(v);
     else if (k == "--iters") a.iters = std::atoi(v.c_str());
     else if (k == "--warmup") a.warmup = std::atoi(v.c_str());
+    else if (k == "--repeat")
+      a.repeat = std::max(1, std::atoi(v.c_str()));
     else if (k == "--tune-iters") a.tune_iters = std::atoi(v.c_str());
     else if (k == "--batch") a.batch = std::atoi(v.c_str());
     else if (k == "--scale") a.scale = std::atof(v.c_str());
@@ -355,10 +369,8 @@ class Trainer {
     if (tuner) check(kf_comm_set_sched(comm_, partition0, credit0), "comm_set_sched");
     // The median, not the mean: on a shared machine one descheduled
     // iteration would otherwise swing the comparison.
-    std::sort(iter_s.begin(), iter_s.end());
-    const size_t n = iter_s.size();
-    r.median_ms = 1e3 * (n % 2 ? iter_s[n / 2] : 0.5 * (iter_s[n / 2 - 1] + iter_s[n / 2]));
-    r.min_ms = 1e3 * iter_s.front();
+    r.median_ms = 1e3 * median(iter_s);
+    r.min_ms = 1e3 * *std::min_element(iter_s.begin(), iter_s.end());
     return r;
   }
 
@@ -415,26 +427,47 @@ int main(int argc, char** argv) {
                   args.scale, t.compute_s() * 1e3, args.batch, args.tflops, size,
                   args.label.c_str());
     }
-    double fifo_ms = 0;
-    for (const auto& mode : args.modes) {
-      check(kf_barrier(comm), "barrier");
-      const ModeResult r = t.run(mode);
-      if (mode == "fifo") fifo_ms = r.median_ms;
-      if (rank == 0) {
+    // Per mode: each round's block time, its speedup over that round's
+    // FIFO block, the fastest iteration, the tuner's last choice.
+    std::map<std::string, std::vector<double>> block_ms, speedups;
+    std::map<std::string, double> min_ms;
+    std::map<std::string, std::string> notes;
+    for (int round = 0; round < args.repeat; ++round) {
+      double fifo_ms = 0;
+      for (const auto& mode : args.modes) {
+        check(kf_barrier(comm), "barrier");
+        const ModeResult r = t.run(mode);
+        if (mode == "fifo") fifo_ms = r.median_ms;
+        block_ms[mode].push_back(r.median_ms);
+        if (fifo_ms > 0) speedups[mode].push_back(fifo_ms / r.median_ms);
+        min_ms[mode] = min_ms.count(mode) ? std::min(min_ms[mode], r.min_ms) : r.min_ms;
+        if (!r.note.empty()) notes[mode] = r.note;
+        if (rank == 0 && args.repeat > 1) {
+          std::printf("BLOCK model=%s label=\"%s\" round=%d mode=%s iter_ms=%.1f\n", m.name.c_str(),
+                      args.label.c_str(), round, mode.c_str(), r.median_ms);
+        }
+      }
+    }
+    if (rank == 0) {
+      for (const auto& mode : args.modes) {
+        if (!block_ms.count(mode)) continue;  // listed twice: reported once
+        const double ms = median(block_ms[mode]);
         std::printf("RESULT model=%s label=\"%s\" mode=%s iter_ms=%.1f min_ms=%.1f", m.name.c_str(),
-                    args.label.c_str(), mode.c_str(), r.median_ms, r.min_ms);
-        if (fifo_ms > 0) std::printf(" speedup_vs_fifo=%.3f", fifo_ms / r.median_ms);
+                    args.label.c_str(), mode.c_str(), ms, min_ms[mode]);
+        if (args.repeat > 1) std::printf(" rounds=%d", args.repeat);
+        if (speedups.count(mode)) std::printf(" speedup_vs_fifo=%.3f", median(speedups[mode]));
         if (mode == "fifo") {
           // What a perfect priority schedule could reach given this FIFO
           // time (README "the bound"): FIFO ~ max(B, C) + F, priority ~
           // max(B + F, C), so C ~ fifo - F and the ideal is max(B + F, C).
-          const double ideal = std::max(t.compute_s() * 1e3, fifo_ms - t.forward_s() * 1e3);
-          std::printf(" ideal_priority_ms=%.1f bound_speedup=%.3f", ideal, fifo_ms / ideal);
+          const double ideal = std::max(t.compute_s() * 1e3, ms - t.forward_s() * 1e3);
+          std::printf(" ideal_priority_ms=%.1f bound_speedup=%.3f", ideal, ms / ideal);
         }
-        if (!r.note.empty()) std::printf(" note=\"%s\"", r.note.c_str());
+        if (notes.count(mode)) std::printf(" note=\"%s\"", notes[mode].c_str());
         std::printf("\n");
-        std::fflush(stdout);
+        block_ms.erase(mode);
       }
+      std::fflush(stdout);
     }
   }
   uint64_t partition = 0, credit = 0;

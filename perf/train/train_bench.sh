@@ -13,6 +13,8 @@
 #   MODES   comma list                          [fifo,priority,tuned]
 #   ITERS   measured iterations per mode        [3]
 #   WARMUP  dropped iterations per mode         [1]
+#   REPEAT  rounds over the modes (interleaved blocks; medians of the
+#           block times and of the paired speedups over FIFO)  [1]
 #   TUNE    tuning iterations (tuned mode)      [5]
 #   SCALE   divides gradient sizes and compute times alike (keeps their
 #           ratio, so the speedups; shortens the run)  [2]
@@ -34,6 +36,7 @@ MODELS=${MODELS:-resnet50,vgg16,bert}
 MODES=${MODES:-fifo,priority,tuned}
 ITERS=${ITERS:-3}
 WARMUP=${WARMUP:-1}
+REPEAT=${REPEAT:-1}
 TUNE=${TUNE:-5}
 SCALE=${SCALE:-2}
 BATCH=${BATCH:-32}
@@ -42,7 +45,7 @@ SHM_ITERS=${SHM_ITERS:-10}
 OUT=${OUT:-/tmp/kf_train_bench.$$.log}
 
 [[ -x $bench && -x $kfrun ]] || { echo "train_bench.sh: build train_bench and kfrun in $build first" >&2; exit 2; }
-args=(--models "$MODELS" --modes "$MODES" --iters "$ITERS" --warmup "$WARMUP"
+args=(--models "$MODELS" --modes "$MODES" --iters "$ITERS" --warmup "$WARMUP" --repeat "$REPEAT"
       --tune-iters "$TUNE" --scale "$SCALE" --batch "$BATCH")
 : >"$OUT"
 start=$(date +%s)
@@ -91,7 +94,10 @@ for key in order:
     cells = [r[m]["iter_ms"] if m in r else "-" for m in modes]
     if "fifo" in modes and "fifo" in r:
         f = float(r["fifo"]["iter_ms"])
-        cells += ["%.2fx" % (f / float(r[m]["iter_ms"])) if m in r else "-" for m in modes if m != "fifo"]
+        # The bench's own speedup (with REPEAT > 1 the median of paired
+        # rounds), else the ratio of the two times.
+        cells += ["%.2fx" % float(r[m].get("speedup_vs_fifo", f / float(r[m]["iter_ms"])))
+                  if m in r else "-" for m in modes if m != "fifo"]
         b = r["fifo"].get("bound_speedup")
         cells.append("%.2fx" % float(b) if b else "-")
     note = r.get("tuned", {}).get("note", "")
