@@ -136,6 +136,8 @@ class Reducer {
  public:
   virtual ~Reducer() = default;
   virtual void submit(int layer) = 0;
+  // Whether wait(layer) would return at once (never blocks).
+  virtual bool ready(int layer) = 0;
   virtual void wait(int layer) = 0;
 };
 
@@ -157,6 +159,10 @@ class BlockingReducer : public Reducer {
     done_[layer] = false;
     queue_.push_back(layer);
     cv_.notify_all();
+  }
+  bool ready(int layer) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return done_[layer];
   }
   void wait(int layer) override {
     std::unique_lock<std::mutex> lock(mu_);
@@ -212,6 +218,9 @@ class AsyncReducer : public Reducer {
                          KF_SUM, &o, &reqs_[layer]),
           "iall_reduce");
   }
+  bool ready(int layer) override {
+    return !reqs_[layer] || kf_request_test(reqs_[layer]) != KF_IN_PROGRESS;
+  }
   void wait(int layer) override {
     if (!reqs_[layer]) return;
     const kf_status_t s = kf_request_wait(reqs_[layer]);
@@ -234,13 +243,18 @@ class AsyncReducer : public Reducer {
 };
 
 // Sleeps until an absolute deadline that advances by each layer's compute
-// time, so sleep overshoots do not accumulate over many small layers.
+// time, so sleep overshoots do not accumulate over many small layers: a
+// thread that wakes late (the transport's work competes for the cores)
+// sleeps that much less next time, as a GPU would not have waited for it.
+// Only a real wait (for a gradient the layer needs) moves the schedule.
 class ComputeClock {
  public:
   void reset() { deadline_ = Clock::now(); }
+  // After a wait that blocked: compute resumes now, not on the old schedule.
+  void resume() { deadline_ = std::max(deadline_, Clock::now()); }
   void compute(double seconds) {
-    deadline_ = std::max(deadline_, Clock::now()) +
-                std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    deadline_ +=
+        std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
     std::this_thread::sleep_until(deadline_);
   }
 
@@ -322,7 +336,9 @@ class Trainer {
       clock_.reset();
       for (int i = 0; i < L; ++i) {
         if (submitted) {
+          const bool blocked = !red->ready(i);
           red->wait(i);
+          if (blocked) clock_.resume();
           verify(i, step);
         }
         clock_.compute(times_.fwd_s[i]);
@@ -355,7 +371,9 @@ class Trainer {
       // The library's own tuner (KF_AUTOTUNE=1; a no-op otherwise) ends its
       // step here, at the same point of every rank's submissions.
       check(kf_comm_step(comm_), "comm_step");
-      // Backward: gradients from the last layer to the first.
+      // Backward: gradients from the last layer to the first (after the
+      // tuner's agreement above, a real wait).
+      clock_.resume();
       ++step;
       for (int i = L - 1; i >= 0; --i) {
         clock_.compute(times_.bwd_s[i]);
