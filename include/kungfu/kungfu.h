@@ -30,7 +30,9 @@
  * operation fails on the survivors with KF_ERR_REMOTE naming the lost rank
  * (or KF_ERR_TIMEOUT after the configured timeout if the peer hangs), and
  * every later call on the communicator fails with KF_ERR_ABORTED: destroy it
- * and create a new one.
+ * and create a new one. A survivor that learns of the loss between two of
+ * its calls (another survivor told it) gets KF_ERR_REMOTE from its next call,
+ * so the cause always reaches the application once before KF_ERR_ABORTED.
  *
  * Counts are numbers of elements (not bytes) and are 64-bit.
  */

@@ -28,7 +28,8 @@
 // modes runs R times over (blocks of every mode interleaved, so a slow
 // phase of a shared machine hits them alike): reported are the median of
 // each mode's R block times and the median of its R paired speedups over
-// the FIFO block of the same round.
+// the FIFO block of the same round (so a speedup need not equal the ratio
+// of the two median times).
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -39,6 +40,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -106,7 +108,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--iters") a.iters = std::atoi(v.c_str());
     else if (k == "--warmup") a.warmup = std::atoi(v.c_str());
     else if (k == "--repeat")
-      a.repeat = std::max(1, std::atoi(v.c_str()));
+      a.repeat = std::atoi(v.c_str());
     else if (k == "--tune-iters") a.tune_iters = std::atoi(v.c_str());
     else if (k == "--batch") a.batch = std::atoi(v.c_str());
     else if (k == "--scale") a.scale = std::atof(v.c_str());
@@ -115,11 +117,15 @@ Args parse(int argc, char** argv) {
     else if (k == "--label") a.label = v;
     else usage(("unknown option " + k).c_str());
   }
-  if (a.iters < 1 || a.warmup < 0 || a.batch < 1 || !(a.scale >= 1) || !(a.tflops > 0))
+  if (a.iters < 1 || a.warmup < 0 || a.repeat < 1 || a.batch < 1 || !(a.scale >= 1) ||
+      !(a.tflops > 0))
     usage("bad value");
+  std::set<std::string> seen;
   for (const auto& m : a.modes) {
     if (m != "blocking" && m != "fifo" && m != "priority" && m != "tuned")
       usage(("unknown mode " + m).c_str());
+    if (!seen.insert(m).second)
+      usage(("mode " + m + " listed twice (--repeat runs the list again)").c_str());
   }
   return a;
 }
@@ -136,7 +142,8 @@ class Reducer {
  public:
   virtual ~Reducer() = default;
   virtual void submit(int layer) = 0;
-  // Whether wait(layer) would return at once (never blocks).
+  // Whether wait(layer) would return at once. Never blocks (the
+  // asynchronous reducer tests its request, which may move some bytes).
   virtual bool ready(int layer) = 0;
   virtual void wait(int layer) = 0;
 };
@@ -242,16 +249,22 @@ class AsyncReducer : public Reducer {
   uint64_t partition_ = 0;
 };
 
-// Sleeps until an absolute deadline that advances by each layer's compute
-// time, so sleep overshoots do not accumulate over many small layers: a
-// thread that wakes late (the transport's work competes for the cores)
-// sleeps that much less next time, as a GPU would not have waited for it.
-// Only a real wait (for a gradient the layer needs) moves the schedule.
+// The simulated GPU: sleeps until an absolute deadline that advances by
+// each layer's compute time. A thread that wakes late (the transport's work
+// competes for the cores) sleeps that much less next time, and the loop
+// thread's own CPU work (submissions, request tests) overlaps the compute,
+// as kernels queued on a GPU would run while the framework's thread works.
+// The schedule moves only with waits: for a gradient that was not reduced
+// yet (resume), and the iteration's synchronisation point (shift). A
+// gradient that completes while the thread is late counts as in time (an
+// error of at most the wake-up lateness, alike in every mode).
 class ComputeClock {
  public:
-  void reset() { deadline_ = Clock::now(); }
+  void start() { deadline_ = Clock::now(); }
   // After a wait that blocked: compute resumes now, not on the old schedule.
   void resume() { deadline_ = std::max(deadline_, Clock::now()); }
+  // The loop spent `d` outside compute, waiting.
+  void shift(Clock::duration d) { deadline_ += d; }
   void compute(double seconds) {
     deadline_ +=
         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
@@ -331,9 +344,9 @@ class Trainer {
     int it = 0;
     int step = 0;  // backward passes so far: tags the gradients for verify()
     const int total = args_.warmup + args_.iters;
+    clock_.start();
     for (;;) {
       // Forward: layer i needs its reduced gradient of the last iteration.
-      clock_.reset();
       for (int i = 0; i < L; ++i) {
         if (submitted) {
           const bool blocked = !red->ready(i);
@@ -371,9 +384,10 @@ class Trainer {
       // The library's own tuner (KF_AUTOTUNE=1; a no-op otherwise) ends its
       // step here, at the same point of every rank's submissions.
       check(kf_comm_step(comm_), "comm_step");
-      // Backward: gradients from the last layer to the first (after the
-      // tuner's agreement above, a real wait).
-      clock_.resume();
+      // The tuner's agreement and kf_comm_step are the iteration's
+      // synchronisation point: the GPU waits for them.
+      clock_.shift(Clock::now() - fwd_end);
+      // Backward: gradients from the last layer to the first.
       ++step;
       for (int i = L - 1; i >= 0; --i) {
         clock_.compute(times_.bwd_s[i]);
@@ -445,31 +459,41 @@ int main(int argc, char** argv) {
                   args.scale, t.compute_s() * 1e3, args.batch, args.tflops, size,
                   args.label.c_str());
     }
-    // Per mode: each round's block time, its speedup over that round's
-    // FIFO block, the fastest iteration, the tuner's last choice.
+    // Per mode and round: the block time, its speedup over the FIFO block
+    // of the same round, the fastest iteration, the tuner's choice.
     std::map<std::string, std::vector<double>> block_ms, speedups;
+    std::map<std::string, std::vector<std::string>> notes;
     std::map<std::string, double> min_ms;
-    std::map<std::string, std::string> notes;
     for (int round = 0; round < args.repeat; ++round) {
-      double fifo_ms = 0;
       for (const auto& mode : args.modes) {
         check(kf_barrier(comm), "barrier");
         const ModeResult r = t.run(mode);
-        if (mode == "fifo") fifo_ms = r.median_ms;
         block_ms[mode].push_back(r.median_ms);
-        if (fifo_ms > 0) speedups[mode].push_back(fifo_ms / r.median_ms);
-        min_ms[mode] = min_ms.count(mode) ? std::min(min_ms[mode], r.min_ms) : r.min_ms;
-        if (!r.note.empty()) notes[mode] = r.note;
+        notes[mode].push_back(r.note);
+        auto fastest = min_ms.emplace(mode, r.min_ms).first;
+        fastest->second = std::min(fastest->second, r.min_ms);
         if (rank == 0 && args.repeat > 1) {
           std::printf("BLOCK model=%s label=\"%s\" round=%d mode=%s iter_ms=%.1f\n", m.name.c_str(),
                       args.label.c_str(), round, mode.c_str(), r.median_ms);
         }
       }
+      if (block_ms.count("fifo")) {
+        for (const auto& mode : args.modes) {
+          speedups[mode].push_back(block_ms["fifo"].back() / block_ms[mode].back());
+        }
+      }
     }
     if (rank == 0) {
       for (const auto& mode : args.modes) {
-        if (!block_ms.count(mode)) continue;  // listed twice: reported once
-        const double ms = median(block_ms[mode]);
+        const std::vector<double>& blocks = block_ms[mode];
+        const double ms = median(blocks);
+        // The tuner's choice in the round whose block is the median (the
+        // lower middle one for an even number of rounds).
+        std::vector<size_t> by_time(blocks.size());
+        for (size_t i = 0; i < by_time.size(); ++i) by_time[i] = i;
+        std::sort(by_time.begin(), by_time.end(),
+                  [&](size_t x, size_t y) { return blocks[x] < blocks[y]; });
+        const std::string& note = notes[mode][by_time[(by_time.size() - 1) / 2]];
         std::printf("RESULT model=%s label=\"%s\" mode=%s iter_ms=%.1f min_ms=%.1f", m.name.c_str(),
                     args.label.c_str(), mode.c_str(), ms, min_ms[mode]);
         if (args.repeat > 1) std::printf(" rounds=%d", args.repeat);
@@ -481,9 +505,8 @@ int main(int argc, char** argv) {
           const double ideal = std::max(t.compute_s() * 1e3, ms - t.forward_s() * 1e3);
           std::printf(" ideal_priority_ms=%.1f bound_speedup=%.3f", ideal, ms / ideal);
         }
-        if (notes.count(mode)) std::printf(" note=\"%s\"", notes[mode].c_str());
+        if (!note.empty()) std::printf(" note=\"%s\"", note.c_str());
         std::printf("\n");
-        block_ms.erase(mode);
       }
       std::fflush(stdout);
     }

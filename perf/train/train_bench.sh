@@ -52,7 +52,7 @@ start=$(date +%s)
 
 if [[ $SHM == 1 ]]; then
   echo "== shared memory, 2 ranks" >&2
-  "$kfrun" -np 2 --timeout 900 -- "$bench" "${args[@]}" --iters "$SHM_ITERS" --label shm | tee -a "$OUT"
+  "$kfrun" -np 2 --timeout $((900 * REPEAT)) -- "$bench" "${args[@]}" --iters "$SHM_ITERS" --label shm | tee -a "$OUT"
 fi
 tcp_ok=1
 rc=0
@@ -64,7 +64,7 @@ fi
 for rate in $RATES; do
   [[ $tcp_ok == 1 ]] || break
   echo "== TCP, 2 hosts x 1 rank, $rate" >&2
-  "$cluster" run --kfrun "$kfrun" --rate "$rate" --kfrun-arg=--timeout --kfrun-arg=900 2 1 -- \
+  "$cluster" run --kfrun "$kfrun" --rate "$rate" --kfrun-arg=--timeout --kfrun-arg=$((900 * REPEAT)) 2 1 -- \
     "$bench" "${args[@]}" --label "tcp $rate" | tee -a "$OUT"
 done
 

@@ -202,11 +202,7 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) return aborted_error("the communicator is being destroyed: cannot run '" + spec.name + "'");
   }
-  Status health = engine_->health();
-  if (!health.is_ok()) {
-    return aborted_error("the communicator is broken and cannot run '" + spec.name +
-                         "': " + health.message());
-  }
+  KF_RETURN_IF_ERROR(engine_->refuse(spec.name));
   auto op = std::make_shared<AsyncOp>();
   AsyncOp* o = op.get();
   const size_t es = dtype_size(spec.dtype);
@@ -319,6 +315,7 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
     if (!broken.is_ok()) {
       o->set_error(Status(broken.code(), o->label() + ": " + broken.message()));
       drop_queued_locked(o);
+      engine_->cause_reported();  // the request reports it
     }
     admit_locked(&starts);
     while (!o->fused && prefix < o->plan.count &&
@@ -582,11 +579,17 @@ void AsyncEngine::on_control_frame(int src, uint64_t name_hash, uint64_t wire_se
 }
 
 void AsyncEngine::on_broken(const Status& why) {
-  if (lane_) lane_->on_broken(why);
+  // Pending operations end with the cause: their requests report it.
+  bool reported = false;
+  if (lane_) {
+    reported = lane_->pending() > 0;
+    lane_->on_broken(why);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& kv : pending_) {
     AsyncOp* o = kv.second.get();
     if (!o->ready) continue;
+    reported = true;
     o->set_error(why);
     if (o->fused) fused_ready_locked(o, false);
     uint32_t before = o->unfinished;
@@ -599,6 +602,7 @@ void AsyncEngine::on_broken(const Status& why) {
       dispatch_locked(&o->finalize_task);
     }
   }
+  if (reported) engine_->cause_reported();
 }
 
 // ---- running --------------------------------------------------------------

@@ -51,19 +51,33 @@ void Engine::break_with(const Status& why) {
 
 void Engine::on_peer_lost(int peer, const Status& why) { break_with(why); }
 
+Status Engine::refuse(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (broken_.is_ok()) return Status::ok();
+  const std::string text =
+      "the communicator is broken and cannot run '" + name + "': " + broken_.message();
+  if (cause_reported_) return aborted_error(text);
+  cause_reported_ = true;
+  return Status(broken_.code(), text);
+}
+
+void Engine::cause_reported() {
+  std::lock_guard<std::mutex> lock(mu_);
+  cause_reported_ = true;
+}
+
 Status Engine::run(const std::string& name, const OpSignature& sig, const Body& body) {
-  Status health_now = health();
-  if (!health_now.is_ok()) {
-    return aborted_error("the communicator is broken and cannot run '" + name +
-                         "': " + health_now.message());
-  }
+  KF_RETURN_IF_ERROR(refuse(name));
   uint64_t seq = next_seq(name);
   OpPeers peers(this, name, hash_name(name.data(), name.size()), seq, sig.digest(),
                 Deadline::after_ms(opts_.timeout_ms));
   Status st = body(peers);
   if (!st.is_ok()) {
     peers.withdraw_outstanding(st);
-    if (st.code() == KF_ERR_REMOTE || st.code() == KF_ERR_TIMEOUT) break_with(st);
+    if (st.code() == KF_ERR_REMOTE || st.code() == KF_ERR_TIMEOUT) {
+      break_with(st);
+      cause_reported();  // this return carries it
+    }
     // Prefer the root cause: a receive failed by a lost peer carries its name.
     Status broken = health();
     if (st.code() == KF_ERR_TIMEOUT && !broken.is_ok() && broken.message() != st.message()) {

@@ -58,8 +58,19 @@ class Engine {
   // Runs the operation `name` (next sequence number of that name) on the
   // calling thread. On failure, outstanding transfers are withdrawn before
   // returning, so the caller's buffers are free; a remote error or timeout
-  // breaks the communicator (later operations fail with KF_ERR_ABORTED).
+  // breaks the communicator (later operations fail: see refuse()).
   Status run(const std::string& name, const OpSignature& sig, const Body& body);
+
+  // Why operation `name` cannot start on the broken communicator. The first
+  // operation refused before any operation returned the cause of the break
+  // gets the cause's code (KF_ERR_REMOTE, KF_ERR_TIMEOUT) and text: a peer's
+  // report can break the communicator between two calls of this rank, and
+  // the application must learn why, not only that it is aborted. Every
+  // later one gets KF_ERR_ABORTED. OK while the communicator works.
+  Status refuse(const std::string& name);
+  // An operation returned (or will return) the cause of the break to the
+  // application: later refusals say KF_ERR_ABORTED.
+  void cause_reported();
 
   // A peer is gone: fail every pending receive and break the communicator.
   void on_peer_lost(int peer, const Status& why);
@@ -92,6 +103,7 @@ class Engine {
   mutable std::mutex mu_;
   std::unordered_map<std::string, uint64_t> seqs_;  // guarded by mu_
   Status broken_;                                   // guarded by mu_
+  bool cause_reported_ = false;                     // guarded by mu_
   std::function<void(const Status&)> on_break_;
 };
 

@@ -1,9 +1,10 @@
 // Fault test (run by fault_test.sh under kfrun -np 4): ranks loop on a
 // 64 MiB all_reduce; rank 2 SIGKILLs itself from a thread while a collective
-// runs. Every survivor must get KF_ERR_REMOTE or KF_ERR_TIMEOUT within the
-// timeout (KF_TIMEOUT_MS), with a last-error text naming "rank 2", then a
-// later call must fail too, and kf_comm_destroy must return. Survivors print
-// "PASS fault rank R ..." and exit 0.
+// runs (or, in "idle" mode, between calls). Every survivor must get
+// KF_ERR_REMOTE or KF_ERR_TIMEOUT within the timeout (KF_TIMEOUT_MS), with a
+// last-error text naming "rank 2", then a later call must fail too, and
+// kf_comm_destroy must return. Survivors print "PASS fault rank R ..." and
+// exit 0.
 //
 // kfrun stops the whole job when one rank dies, which would hide what the
 // survivors see. So rank 2's process forks before doing anything: the child
@@ -38,8 +39,12 @@ double now_ms() {
 
 // "kill": the victim dies (its sockets close, survivors should see
 // KF_ERR_REMOTE at once). "stop": the victim freezes with SIGSTOP (its
-// sockets stay open, survivors can only notice by KF_ERR_TIMEOUT).
+// sockets stay open, survivors can only notice by KF_ERR_TIMEOUT). "idle":
+// the victim dies while the survivors are between calls (they learn of it
+// from their transports or from each other before their next call, which
+// must still report the cause, KF_ERR_REMOTE, not only KF_ERR_ABORTED).
 bool g_stop_mode = false;
+bool g_idle_mode = false;
 
 void* killer(void*) {
   timespec ts{kKillAfterMs / 1000, (kKillAfterMs % 1000) * 1000000L};
@@ -57,10 +62,11 @@ long timeout_ms() {
 
 }  // namespace
 
-// usage: fault [TAG] [kill|stop]   (TAG only marks the processes of a run)
+// usage: fault [TAG] [kill|stop|idle]   (TAG only marks the processes of a run)
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   g_stop_mode = argc > 2 && std::strcmp(argv[2], "stop") == 0;
+  g_idle_mode = argc > 2 && std::strcmp(argv[2], "idle") == 0;
   const char* rank_env = std::getenv("KF_RANK");
   if (rank_env && std::atoi(rank_env) == kVictim) {
     const pid_t child = fork();
@@ -105,11 +111,19 @@ int main(int argc, char** argv) {
                 kf_comm_last_error(comm));
     return 1;
   }
-  if (rank == kVictim) {
+  const double t0 = now_ms();
+  if (g_idle_mode) {
+    if (rank == kVictim) {
+      std::printf("rank %d: raising SIGKILL now, between calls\n", kVictim);
+      raise(SIGKILL);
+    }
+    // Long enough for every survivor to learn of the loss before it calls.
+    timespec ts{(kKillAfterMs + 1000) / 1000, ((kKillAfterMs + 1000) % 1000) * 1000000L};
+    nanosleep(&ts, nullptr);
+  } else if (rank == kVictim) {
     pthread_t t;
     pthread_create(&t, nullptr, killer, nullptr);
   }
-  const double t0 = now_ms();
   int iters = 0;
   for (; iters < 100000; ++iters) {
     st = kf_all_reduce(comm, send.data(), recv.data(), count, KF_FLOAT32, KF_SUM);
@@ -124,10 +138,10 @@ int main(int argc, char** argv) {
   const std::string err = kf_comm_last_error(comm);
   bool ok = true;
   std::string why;
-  if (st != KF_ERR_REMOTE && st != KF_ERR_TIMEOUT) {
+  if (g_idle_mode ? st != KF_ERR_REMOTE : st != KF_ERR_REMOTE && st != KF_ERR_TIMEOUT) {
     ok = false;
-    why += std::string(" status is ") + kf_status_string(st) +
-           ", expected KF_ERR_REMOTE or KF_ERR_TIMEOUT;";
+    why += std::string(" status is ") + kf_status_string(st) + ", expected KF_ERR_REMOTE" +
+           (g_idle_mode ? ";" : " or KF_ERR_TIMEOUT;");
   }
   // Over TCP every link carries liveness pings, so even a frozen rank is
   // named by everyone (as the rank that sent nothing).
@@ -155,7 +169,8 @@ int main(int argc, char** argv) {
   const double t1 = now_ms();
   const kf_status_t st2 = kf_barrier(comm);
   const double t_later = now_ms() - t1;
-  if (st2 == KF_SUCCESS || t_later > timeout_ms() + 5000) {
+  if (st2 == KF_SUCCESS || (g_idle_mode && st2 != KF_ERR_ABORTED) ||
+      t_later > timeout_ms() + 5000) {
     ok = false;
     why += std::string(" later kf_barrier returned ") + kf_status_string(st2) + ";";
   }

@@ -2,7 +2,7 @@
 # Driver of the fault test: runs `fault` under kfrun -np 4, then checks that
 # the three survivors each printed a PASS line, that the job ended in time and
 # that no process of this run is left behind.
-# usage: fault_test.sh KFRUN FAULT_BINARY [kill|stop]
+# usage: fault_test.sh KFRUN FAULT_BINARY [kill|stop|idle]
 set -u
 kfrun=$1
 prog=$2
