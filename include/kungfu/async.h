@@ -155,9 +155,10 @@ typedef struct kf_op_options {
 /*            through the callback.                                         */
 /* Buffers and counts mean what they mean for the blocking call of the same */
 /* name in kungfu.h. The return value is about the submission only          */
-/* (KF_ERR_INVALID_ARGUMENT for bad arguments or names, KF_ERR_ABORTED on a */
-/* broken communicator); on success the outcome of the operation comes      */
-/* from the request. Thread safe.                                           */
+/* (KF_ERR_INVALID_ARGUMENT for bad arguments or names; on a broken        */
+/* communicator the cause, KF_ERR_REMOTE or KF_ERR_TIMEOUT, if no call has  */
+/* reported it yet, else KF_ERR_ABORTED); on success the outcome of the     */
+/* operation comes from the request. Thread safe.                           */
 /* ------------------------------------------------------------------------ */
 
 /** Asynchronous kf_all_reduce(). */

@@ -70,7 +70,8 @@ extern "C" {
  * @return KF_SUCCESS; KF_ERR_INVALID_ARGUMENT (bad comm, NULL newcomm, bad
  *         color or config: detected locally, see above); KF_ERR_REMOTE (a
  *         rank failed, the detail names it), KF_ERR_TIMEOUT, KF_ERR_SYSTEM,
- *         KF_ERR_ABORTED (the parent was already broken). Failures other than
+ *         KF_ERR_ABORTED (the parent was already broken; its cause instead
+ *         if no call reported it yet, as for every call). Failures other than
  *         argument errors are reported on every rank of the parent. The
  *         detail is in kf_comm_last_error(comm) (or kf_comm_last_error(NULL)
  *         when comm is not a live communicator).
