@@ -44,6 +44,7 @@ Status AsyncRequest::status() const {
 void AsyncRequest::wait(const std::function<bool()>& help) {
   while (!done() && help && help()) {
   }
+  if (done()) return;
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [this] { return done_.load(std::memory_order_relaxed); });
 }

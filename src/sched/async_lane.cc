@@ -38,12 +38,13 @@ constexpr auto kGrace = std::chrono::microseconds(200);
 // While threads in help() drive, the lane thread looks only every this many
 // cycles (each look preempts a spinning driver on a busy machine).
 constexpr int kWaiterCycles = 8;
-// Record storage of this many finished matches is kept for reuse.
-constexpr size_t kMatchPool = 64;
+// At most this many nodes of finished table entries are kept for reuse.
+constexpr size_t kNodePool = 64;
 
 }  // namespace
 
 struct LaneOp {
+  explicit LaneOp(AsyncOpSpec s) : spec(std::move(s)) {}
   AsyncOpSpec spec;
   uint64_t name_hash = 0;
   uint64_t seq = 0;
@@ -110,15 +111,14 @@ LaneRecord AsyncLane::record_of(const LaneOp& op) const {
 
 void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint64_t partition_bytes,
                        const std::vector<int>& foreign, const std::shared_ptr<AsyncRequest>& req) {
-  auto op = std::make_shared<LaneOp>();
-  const size_t es = dtype_size(spec.dtype);
-  const uint64_t pbytes = spec.partition_bytes > 0 ? spec.partition_bytes : partition_bytes;
+  auto op = std::make_shared<LaneOp>(std::move(spec));
+  const size_t es = dtype_size(op->spec.dtype);
+  const uint64_t pbytes = op->spec.partition_bytes > 0 ? op->spec.partition_bytes : partition_bytes;
   op->part_elems = std::max<uint64_t>(1, pbytes / es);
   op->parts = static_cast<uint32_t>(
-      std::max<uint64_t>(1, (spec.count + op->part_elems - 1) / op->part_elems));
+      std::max<uint64_t>(1, (op->spec.count + op->part_elems - 1) / op->part_elems));
   op->name_hash = name_hash;
   op->seq = seq;
-  op->spec = std::move(spec);
   op->req = req;
   op->submit_ns = now_ns();
   if (opts_.timeout_ms >= 0) op->deadline_ns = op->submit_ns + opts_.timeout_ms * 1000000;
@@ -148,7 +148,15 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint6
       op->result = timeout_error(timed_out_text(op->label(), opts_.timeout_ms, gave_up_text()));
       done.push_back(op);
     } else {
-      ops_[op->key()] = op;
+      if (op_nodes_.empty()) {
+        ops_.emplace(op->key(), op);
+      } else {
+        OpMap::node_type node = std::move(op_nodes_.back());
+        op_nodes_.pop_back();
+        node.key() = op->key();
+        node.mapped() = op;
+        ops_.insert(std::move(node));
+      }
       LaneRecord rec = record_of(*op);
       if (bytes > 0 && bytes <= LaneRecord::kPayloadBytes) {
         std::memcpy(rec.payload, op->spec.send, bytes);  // a tiny operation travels in its record
@@ -235,24 +243,29 @@ void AsyncLane::ingest_locked() {
 
 void AsyncLane::match_record_locked(int local, const LaneRecord& r) {
   const OpKey key{r.name_hash, r.seq};
-  Match& m = matches_[key];
-  if (m.rec.empty()) {
-    if (!match_pool_.empty()) {
-      m = std::move(match_pool_.back());
-      match_pool_.pop_back();
+  auto it = matches_.find(key);
+  if (it == matches_.end()) {
+    if (match_nodes_.empty()) {
+      Match fresh;
+      fresh.rec.resize(static_cast<size_t>(n_));
+      fresh.have.assign(static_cast<size_t>(n_), 0);
+      it = matches_.emplace(key, std::move(fresh)).first;
     } else {
-      m.rec.resize(static_cast<size_t>(n_));
-      m.have.assign(static_cast<size_t>(n_), 0);
+      MatchMap::node_type node = std::move(match_nodes_.back());
+      match_nodes_.pop_back();
+      node.key() = key;
+      it = matches_.insert(std::move(node)).position;
     }
   }
+  Match& m = it->second;
   if (!m.have[static_cast<size_t>(local)]) {
     m.have[static_cast<size_t>(local)] = 1;
     m.rec[static_cast<size_t>(local)] = r;
     ++m.count;
   }
   if (m.count < n_) return;
-  auto it = ops_.find(key);
-  if (it != ops_.end()) check_ready_locked(it->second.get());
+  auto op = ops_.find(key);
+  if (op != ops_.end()) check_ready_locked(op->second.get());
 }
 
 namespace {
@@ -312,15 +325,17 @@ void AsyncLane::check_ready_locked(LaneOp* op) {
   ready_.insert({{op->spec.priority, op->order}, op});
 }
 
-// Keeps the record storage of a finished match for the next one.
+// Keeps the node of a finished match, with its record storage, for the next.
 void AsyncLane::erase_match_locked(MatchMap::iterator it) {
-  Match& m = it->second;
-  if (match_pool_.size() < kMatchPool) {
-    std::fill(m.have.begin(), m.have.end(), 0);
-    m.count = 0;
-    match_pool_.push_back(std::move(m));
+  if (match_nodes_.size() >= kNodePool) {
+    matches_.erase(it);
+    return;
   }
-  matches_.erase(it);
+  MatchMap::node_type node = matches_.extract(it);
+  Match& m = node.mapped();
+  std::fill(m.have.begin(), m.have.end(), 0);
+  m.count = 0;
+  match_nodes_.push_back(std::move(node));
 }
 
 // Ranks (local indices, which are the ranks: every rank is local) whose
@@ -343,7 +358,11 @@ void AsyncLane::end_locked(LaneOp* op, const Status& st, Done* done) {
   op->result = st;
   if (op->ready) ready_.erase({{op->spec.priority, op->order}, op});
   done->push_back(std::move(it->second));
-  ops_.erase(it);
+  if (op_nodes_.size() >= kNodePool) {
+    ops_.erase(it);
+  } else {
+    op_nodes_.push_back(ops_.extract(it));  // its pointer was moved out
+  }
 }
 
 void AsyncLane::complete(const Done& done) {
@@ -361,11 +380,12 @@ void AsyncLane::complete(const Done& done) {
 // What to append at the log's end: a withdrawal of an operation that timed
 // out unready, else the next partition of the most urgent ready operation.
 bool AsyncLane::decide_locked(LaneEntry* e) {
-  const int64_t now = now_ns();
+  int64_t now = -1;  // read at the first unready operation: none, no clock
   const int64_t warn_ns = opts_.stall_warn_ms * 1000000;
   for (auto& kv : ops_) {
     LaneOp* op = kv.second.get();
     if (op->ready) continue;
+    if (now < 0) now = now_ns();
     if (now >= op->deadline_ns) {
       *e = LaneEntry{};
       e->name_hash = op->name_hash;
@@ -480,7 +500,9 @@ void AsyncLane::run_entry(const LaneEntry& e) {
 // record or a log entry) or a local change (dirty_), it looks at the clock
 // (deadlines, warnings) only every 64th call.
 bool AsyncLane::step() {
-  if (!dirty_.exchange(false) && !log_.news(pos_) && (++quiet_steps_ & 63) != 0) return false;
+  // (A relaxed look first: the exchange is a locked instruction per poll.)
+  const bool dirty = dirty_.load(std::memory_order_relaxed) && dirty_.exchange(false);
+  if (!dirty && !log_.news(pos_) && (++quiet_steps_ & 63) != 0) return false;
   Done& done = step_done_;  // the driver's: its buffer is reused
   done.clear();
   std::vector<Pending> replies;

@@ -141,6 +141,7 @@ class AsyncLane {
     size_t operator()(const OpKey& k) const { return k.first ^ (k.second * 0x9e3779b97f4a7c15ull); }
   };
   using MatchMap = std::unordered_map<OpKey, Match, KeyHash>;
+  using OpMap = std::unordered_map<OpKey, std::shared_ptr<LaneOp>, KeyHash>;
   enum class ThreadWait { kNone, kIdle, kCycle, kGrace };  // see thread_wait_
 
   bool step();
@@ -178,9 +179,12 @@ class AsyncLane {
   std::atomic<bool> dirty_{true};
 
   mutable std::mutex mu_;
-  std::unordered_map<OpKey, std::shared_ptr<LaneOp>, KeyHash> ops_;  // pending here
-  MatchMap matches_;                                                 // records seen, by operation
-  std::vector<Match> match_pool_;  // storage of finished matches, for reuse
+  OpMap ops_;         // pending here
+  MatchMap matches_;  // records seen, by operation
+  // Nodes of finished entries of the two tables, kept for reuse (with a
+  // match's record storage): no allocation per operation.
+  std::vector<OpMap::node_type> op_nodes_;
+  std::vector<MatchMap::node_type> match_nodes_;
   std::set<std::pair<std::pair<int32_t, uint64_t>, LaneOp*>> ready_;  // (priority, order)
   std::set<OpKey> withdrawn_;            // withdrawn before this rank submitted them
   std::vector<LaneRecord> unpublished_;  // this rank's ring was full
