@@ -1,36 +1,23 @@
-// Asynchronous entry points (include/kungfu/async.h): argument checks, the
-// request handles and their registry; the work is in sched/async_engine.
+// Asynchronous entry points (include/kungfu/async.h): argument checks and
+// the request handles (api/request_table.h); the work is in
+// sched/async_engine.
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <thread>
-#include <unordered_set>
 
 #include "api/async_submit.h"
 #include "api/guard.h"
+#include "api/request_table.h"
 #include "api/validate.h"
 #include "kungfu/kungfu.h"
 #include "sched/op_kind.h"
-
-struct kf_request {
-  std::shared_ptr<kf::AsyncRequest> state;
-  kf_comm* comm = nullptr;
-  kf::AsyncEngine* engine = nullptr;
-};
 
 namespace kf {
 namespace api {
 namespace {
 
-std::mutex g_requests_mu;
-std::unordered_set<kf_request*>& requests() {
-  static auto* set = new std::unordered_set<kf_request*>();
-  return *set;
-}
-
 bool request_live(kf_request* r) {
-  std::lock_guard<std::mutex> lock(g_requests_mu);
-  return r != nullptr && requests().count(r) != 0;
+  return RequestTable::get().live(r);
 }
 
 // The options the caller's struct covers, defaults for the rest.
@@ -72,34 +59,21 @@ Status submit(const char* call, kf_comm* comm, AsyncOpSpec spec, const kf_op_opt
   // An operation with its own body runs as one partition (it set the size).
   if (!spec.body) spec.partition_bytes = opts.partition_bytes;
   comm->impl->apply_strategy(&spec);
-  std::unique_ptr<kf_request> handle;
-  if (req != nullptr) {
-    handle.reset(new kf_request());
-    handle->comm = comm;
-    handle->engine = &comm->impl->async();
-  }
+  AsyncEngine* engine = &comm->impl->async();
+  auto state = std::make_shared<AsyncRequest>();
+  // Registered before submission: the callback may run inside submit().
+  kf_request* handle = req != nullptr ? RequestTable::get().add(comm, engine, state) : nullptr;
   if (opts.callback != nullptr) {
     kf_request_callback_t cb = opts.callback;
     void* user = opts.user_data;
-    kf_request* h = handle.get();
-    spec.on_complete = [cb, user, h](const Status& st) { cb(h, st.code(), user); };
+    spec.on_complete = [cb, user, handle](const Status& st) { cb(handle, st.code(), user); };
   }
-  auto state = std::make_shared<AsyncRequest>();
-  // Registered before submission: the callback may run inside submit().
-  if (handle) {
-    handle->state = state;
-    std::lock_guard<std::mutex> lock(g_requests_mu);
-    requests().insert(handle.get());
-  }
-  Status st = comm->impl->async().submit(std::move(spec), &state);
+  Status st = engine->submit(std::move(spec), &state);
   if (!st.is_ok()) {
-    if (handle) {
-      std::lock_guard<std::mutex> lock(g_requests_mu);
-      requests().erase(handle.get());
-    }
+    if (handle != nullptr) RequestTable::get().drop(handle);
     return st;
   }
-  if (handle) *req = handle.release();
+  if (handle != nullptr) *req = handle;
   return Status::ok();
 }
 
@@ -341,14 +315,7 @@ KF_API const char* kf_request_error(kf_request_t req) {
 
 KF_API kf_status_t kf_request_free(kf_request_t req) {
   if (req == nullptr) return KF_SUCCESS;
-  {
-    std::lock_guard<std::mutex> lock(kf::api::g_requests_mu);
-    if (kf::api::requests().count(req) == 0) return KF_ERR_INVALID_ARGUMENT;
-    if (!req->state->done()) return KF_ERR_INVALID_USAGE;
-    kf::api::requests().erase(req);
-  }
-  delete req;
-  return KF_SUCCESS;
+  return kf::api::RequestTable::get().free(req);
 }
 
 }  // extern "C"

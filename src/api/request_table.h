@@ -1,0 +1,46 @@
+// The object behind the opaque kf_request_t, and the table of live request
+// handles: a freed or foreign handle is rejected instead of dereferenced.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <unordered_set>
+
+#include "kungfu/types.h"
+#include "sched/async_engine.h"
+
+struct kf_comm;
+
+struct kf_request {
+  std::shared_ptr<kf::AsyncRequest> state;
+  kf_comm* comm = nullptr;
+  kf::AsyncEngine* engine = nullptr;
+};
+
+namespace kf {
+namespace api {
+
+class RequestTable {
+ public:
+  // The table of the process.
+  static RequestTable& get();
+
+  // A new handle for `state`, of `engine` on `comm`, registered as live.
+  kf_request* add(kf_comm* comm, AsyncEngine* engine, std::shared_ptr<AsyncRequest> state);
+  // Unregisters and deletes a handle whose submission failed (it was never
+  // returned).
+  void drop(kf_request* r);
+  // Whether `r` is a live handle (false for null).
+  bool live(kf_request* r) const;
+  // kf_request_free: KF_ERR_INVALID_ARGUMENT if `r` is not live,
+  // KF_ERR_INVALID_USAGE while its operation is pending, else unregisters
+  // and deletes it.
+  kf_status_t free(kf_request* r);
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_set<kf_request*> live_;
+};
+
+}  // namespace api
+}  // namespace kf
