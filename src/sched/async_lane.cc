@@ -120,7 +120,9 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint6
   op->name_hash = name_hash;
   op->seq = seq;
   op->req = req;
-  op->submit_ns = now_ns();
+  // A coarse stamp (a per-operation cost): the deadline and the stall
+  // warning may come up to a clock tick (a few ms) early.
+  op->submit_ns = now_coarse_ns();
   if (opts_.timeout_ms >= 0) op->deadline_ns = op->submit_ns + opts_.timeout_ms * 1000000;
   const uint64_t bytes = op->spec.count * es;
   emit_(AsyncEvent::Type::kSubmit, op->spec.name, seq, 0, op->parts, op->spec.priority, bytes,
@@ -556,6 +558,10 @@ void AsyncLane::drive(const std::function<bool()>& stop, std::chrono::nanosecond
   while (!stop()) {
     if (step()) {
       spin_until = Clock::time_point::min();  // spin again from the next reading
+      continue;
+    }
+    if (!step_done_.empty()) {
+      step_done_.clear();  // finished operations are destroyed while nothing is new
       continue;
     }
     if ((++polls & 15) != 0) {  // the clock and the locks only now and then
