@@ -338,19 +338,34 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
   }
   if (o->fused) start_fused(o, op);
   announce(starts, o, prefix);
-  dispatch_starts(&starts, false);
+  // On one rank a small operation (a copy) runs and completes here, on the
+  // submitting thread: a hand-off to a worker would cost more than the work.
+  const bool alone =
+      size_ == 1 && starts.size() == 1 && starts.front()->op == o && starts.front()->eager;
+  AsyncPartition* mine = dispatch_starts(&starts, alone);
+  if (mine != nullptr) {
+    AsyncPartition* next = run_partition_task(mine);
+    if (next != nullptr) hand_off(next);  // another operation's: a worker runs it
+  }
 
   *out = o->req;
   // 5. Release the submission's hold on completion.
+  bool finalize_here = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (--o->unfinished == 0) {
       o->finalize_task.op = o;
       o->finalize_task.index = kFinalizeTask;
       o->finalize_task.state = AsyncPartition::State::kRunnable;
-      dispatch_locked(&o->finalize_task);
+      if (alone) {
+        o->finalize_task.state = AsyncPartition::State::kRunning;
+        finalize_here = true;
+      } else {
+        dispatch_locked(&o->finalize_task);
+      }
     }
   }
+  if (finalize_here) finalize(o);  // `op` keeps it alive
   return Status::ok();
 }
 
