@@ -16,11 +16,12 @@ struct alignas(64) LaneLog::Header {
   char pad2[56];
 };
 
+// The appenders' lock shares the length's cache line: an append moves one
+// line (the readers poll the length, which the append changes anyway).
 struct alignas(64) LaneLog::LogHeader {
   std::atomic<uint64_t> length{0};  // entries appended
-  char pad1[56];
   std::atomic<uint32_t> lock{0};
-  char pad2[60];
+  char pad[52];
 };
 
 namespace {
@@ -98,8 +99,15 @@ bool LaneLog::entry(uint64_t pos, LaneEntry* out) const {
 bool LaneLog::append(uint64_t pos, const LaneEntry& e) {
   LogHeader* lg = log();
   if (lg->length.load(std::memory_order_acquire) != pos) return false;
-  for (int j = 0; j < size(); ++j) {
-    if (pos - header(j)->processed.load(std::memory_order_acquire) >= kEntries) return false;
+  // The ranks' positions are read only when the last reading does not show
+  // room (each rank writes its own at every entry): see publish().
+  if (pos - slowest_processed_ >= kEntries) {
+    uint64_t slowest = pos;
+    for (int j = 0; j < size(); ++j) {
+      slowest = std::min(slowest, header(j)->processed.load(std::memory_order_acquire));
+    }
+    slowest_processed_ = slowest;
+    if (pos - slowest >= kEntries) return false;
   }
   uint32_t unlocked = 0;
   if (!lg->lock.compare_exchange_strong(unlocked, 1, std::memory_order_acquire)) return false;

@@ -79,7 +79,7 @@ class LaneLog {
   // Appends `e` as entry `pos`: only if the log holds exactly `pos` entries
   // and every rank has processed entry pos - kEntries. False otherwise
   // (someone appended first, a rank lags, or the lock is held): read the
-  // log again.
+  // log again. One thread at a time.
   bool append(uint64_t pos, const LaneEntry& e);
   // This rank has processed entries [0, pos).
   void processed(uint64_t pos);
@@ -100,6 +100,7 @@ class LaneLog {
   int me_;
   std::vector<uint64_t> next_take_;  // per writer: the next record to take
   uint64_t slowest_read_ = 0;        // the readers' slowest cursor at publish()'s last look
+  uint64_t slowest_processed_ = 0;   // the ranks' slowest log position at append()'s last look
 };
 
 }  // namespace kf
