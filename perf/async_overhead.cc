@@ -1,8 +1,9 @@
 // async_overhead: the cost of the asynchronous engine against blocking calls
 // of the same sizes (run under kfrun, np >= 2). Blocking and asynchronous
-// batches alternate after two untimed pairs of batches (warm-up), and each
-// figure is the median over batches (the 90th percentile beside it), so a
-// burst of other load hits both sides alike.
+// batches alternate after two untimed pairs of batches (warm-up); each time
+// is the median over batches (the 90th percentile beside it), and each
+// ratio the median over pairs of batches of async / blocking, so that a
+// burst of other load, which hits a pair alike, cancels out.
 //  - latency: one 8-byte all_reduce, blocking vs kf_iall_reduce +
 //    kf_request_wait;
 //  - burst: -m all_reduces of 8 bytes (one per tensor, e.g. biases and norm
@@ -11,6 +12,8 @@
 //  - throughput at equal priority: a "step" of -k all_reduces of -b bytes,
 //    blocking one after another vs all submitted then waited for.
 // Usage: async_overhead [-n batches] [-m burst ops] [-k ops per step] [-b bytes per op]
+// (the step runs 4n batches of 2 steps: a step is short and its ratio the
+// smallest effect measured).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -44,11 +47,13 @@ double quantile(std::vector<double> v, double q) {
 
 // Runs `blocking` and `async` (each one unit of work) in alternating
 // batches of `reps` units, after two untimed pairs of batches; returns the
-// median and 90th-percentile time per unit of each, in us, the maximum over
-// ranks (every rank agrees on the figures).
+// median and 90th-percentile time per unit of each, in us, and the median
+// ratio async / blocking over the pairs, each the maximum over ranks (every
+// rank agrees on the figures).
 struct Pair {
   double blocking, async;          // medians
   double blocking_p90, async_p90;  // 90th percentiles
+  double ratio;                    // median of async / blocking per pair
 };
 Pair alternate(kf_comm_t comm, int batches, int reps, const std::function<void()>& blocking,
                const std::function<void()>& async) {
@@ -67,9 +72,12 @@ Pair alternate(kf_comm_t comm, int batches, int reps, const std::function<void()
       a.clear();
     }
   }
-  double m[4] = {quantile(b, 0.5), quantile(a, 0.5), quantile(b, 0.9), quantile(a, 0.9)};
-  check(kf_all_reduce(comm, m, m, 4, KF_FLOAT64, KF_MAX), "max");
-  return Pair{m[0], m[1], m[2], m[3]};
+  std::vector<double> r;
+  for (size_t i = 0; i < b.size(); ++i) r.push_back(a[i] / b[i]);
+  double m[5] = {quantile(b, 0.5), quantile(a, 0.5), quantile(b, 0.9), quantile(a, 0.9),
+                 quantile(r, 0.5)};
+  check(kf_all_reduce(comm, m, m, 5, KF_FLOAT64, KF_MAX), "max");
+  return Pair{m[0], m[1], m[2], m[3], m[4]};
 }
 
 }  // namespace
@@ -129,7 +137,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> gnames;
   for (int j = 0; j < k; ++j) gnames.push_back("g" + std::to_string(j));
   Pair step = alternate(
-      comm, std::max(3, batches / 3), 2,
+      comm, 4 * batches, 2,
       [&] {
         for (auto& b : bufs)
           check(kf_all_reduce(comm, b.data(), b.data(), count, KF_FLOAT32, KF_SUM), "step");
@@ -147,16 +155,16 @@ int main(int argc, char** argv) {
   if (rank == 0) {
     std::printf(
         "8 B all_reduce latency: blocking %.2f us, async %.2f us (x%.2f); p90 %.2f / %.2f us\n",
-        lat.blocking, lat.async, lat.async / lat.blocking, lat.blocking_p90, lat.async_p90);
+        lat.blocking, lat.async, lat.ratio, lat.blocking_p90, lat.async_p90);
     std::printf(
         "burst of %d x 8 B all_reduce: blocking %.1f us, async %.1f us (x%.2f); p90 %.1f / %.1f "
         "us\n",
-        burst, bst.blocking, bst.async, bst.async / bst.blocking, bst.blocking_p90, bst.async_p90);
+        burst, bst.blocking, bst.async, bst.ratio, bst.blocking_p90, bst.async_p90);
     std::printf(
         "step of %d x %zu B all_reduce: blocking %.0f us, async %.0f us (%+.1f%%); p90 %.0f / %.0f "
         "us\n",
-        k, bytes, step.blocking, step.async, 100.0 * (step.async - step.blocking) / step.blocking,
-        step.blocking_p90, step.async_p90);
+        k, bytes, step.blocking, step.async, 100.0 * (step.ratio - 1.0), step.blocking_p90,
+        step.async_p90);
   }
   kf_comm_destroy(comm);
   return 0;
