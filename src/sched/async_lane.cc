@@ -159,6 +159,7 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint6
         node.mapped() = op;
         ops_.insert(std::move(node));
       }
+      ++unready_;
       LaneRecord rec = record_of(*op);
       if (bytes > 0 && bytes <= LaneRecord::kPayloadBytes) {
         std::memcpy(rec.payload, op->spec.send, bytes);  // a tiny operation travels in its record
@@ -324,6 +325,7 @@ void AsyncLane::check_ready_locked(LaneOp* op) {
   }
   erase_match_locked(mit);
   op->ready = true;
+  --unready_;
   ready_.insert({{op->spec.priority, op->order}, op});
 }
 
@@ -358,7 +360,11 @@ void AsyncLane::end_locked(LaneOp* op, const Status& st, Done* done) {
   auto it = ops_.find(op->key());
   if (it == ops_.end()) return;
   op->result = st;
-  if (op->ready) ready_.erase({{op->spec.priority, op->order}, op});
+  if (op->ready) {
+    ready_.erase({{op->spec.priority, op->order}, op});
+  } else {
+    --unready_;
+  }
   done->push_back(std::move(it->second));
   if (op_nodes_.size() >= kNodePool) {
     ops_.erase(it);
@@ -384,9 +390,14 @@ void AsyncLane::complete(const Done& done) {
 bool AsyncLane::decide_locked(LaneEntry* e) {
   int64_t now = -1;  // read at the first unready operation: none, no clock
   const int64_t warn_ns = opts_.stall_warn_ms * 1000000;
-  for (auto& kv : ops_) {
-    LaneOp* op = kv.second.get();
+  // Only unready operations have deadlines to watch: the scan ends at the
+  // last of them (with none, a training step's hundreds of ready operations
+  // stay out of the cache).
+  size_t seen = 0;
+  for (auto it = ops_.begin(); seen < unready_ && it != ops_.end(); ++it) {
+    LaneOp* op = it->second.get();
     if (op->ready) continue;
+    ++seen;
     if (now < 0) now = now_ns();
     if (now >= op->deadline_ns) {
       *e = LaneEntry{};

@@ -180,6 +180,7 @@ class AsyncLane {
 
   mutable std::mutex mu_;
   OpMap ops_;         // pending here
+  size_t unready_ = 0;  // of ops_, those not ready (every rank's record not in yet)
   MatchMap matches_;  // records seen, by operation
   // Nodes of finished entries of the two tables, kept for reuse (with a
   // match's record storage): no allocation per operation.
