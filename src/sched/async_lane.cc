@@ -450,7 +450,8 @@ Status AsyncLane::run_partition(LaneOp* op, uint32_t part) {
 
 // Processes one log entry (every rank does, in log order).
 void AsyncLane::run_entry(const LaneEntry& e) {
-  Done done;
+  Done& done = entry_done_;  // the driver's: its buffer is reused
+  done.clear();
   std::shared_ptr<LaneOp> op;
   bool in_order = false;
   {
@@ -546,16 +547,18 @@ bool AsyncLane::step() {
     reply_(r.peer, r.op->spec, r.op->name_hash, r.op->seq);
   }
   complete(done);
+  // (The flag is this driver's own hint: a release store, which does not
+  // wait for the stores before it to reach the other ranks.)
   if (!have) {
     if (done.empty() && replies.empty()) return false;
-    dirty_.store(true);  // the next step looks again at once
+    dirty_.store(true, std::memory_order_release);  // the next step looks again at once
     return true;
   }
   if (appended) ring_peers();
   run_entry(e);
   ++pos_;
   log_.processed(pos_);
-  dirty_.store(true);
+  dirty_.store(true, std::memory_order_release);
   return true;
 }
 
@@ -571,8 +574,9 @@ void AsyncLane::drive(const std::function<bool()>& stop, std::chrono::nanosecond
       spin_until = Clock::time_point::min();  // spin again from the next reading
       continue;
     }
-    if (!step_done_.empty()) {
+    if (!step_done_.empty() || !entry_done_.empty()) {
       step_done_.clear();  // finished operations are destroyed while nothing is new
+      entry_done_.clear();
       continue;
     }
     if ((++polls & 15) != 0) {  // the clock and the locks only now and then

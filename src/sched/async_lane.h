@@ -193,7 +193,8 @@ class AsyncLane {
   // Failed because peers ran them on the message path; later frames from
   // other peers get a reply too. Only the rare mismatches land here.
   std::map<OpKey, std::shared_ptr<LaneOp>> foreign_failed_;
-  Done step_done_;  // step()'s scratch (driver only)
+  Done step_done_;   // step()'s scratch (driver only)
+  Done entry_done_;  // run_entry()'s scratch (driver only)
   Done finished_;   // failed off the driver (e.g. on a transport thread): completed by a driver
   std::atomic<uint64_t> completions_{0};  // operations completed so far
   uint64_t next_order_ = 0;
