@@ -1,5 +1,0 @@
-#pragma once
-#include <x86intrin.h>
-namespace kf {
-void probe(int i);
-}
