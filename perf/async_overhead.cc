@@ -2,8 +2,9 @@
 // of the same sizes (run under kfrun, np >= 2). Blocking and asynchronous
 // batches alternate after two untimed pairs of batches (warm-up); each time
 // is the median over batches (the 90th percentile beside it), and each
-// ratio the median over pairs of batches of async / blocking, so that a
-// burst of other load, which hits a pair alike, cancels out.
+// ratio the median over pairs of batches of async / blocking ("paired"), so
+// that a burst of other load, which hits a pair alike, cancels out; the two
+// sides take turns at going first.
 //  - latency: one 8-byte all_reduce, blocking vs kf_iall_reduce +
 //    kf_request_wait;
 //  - burst: -m all_reduces of 8 bytes (one per tensor, e.g. biases and norm
@@ -58,15 +59,22 @@ struct Pair {
 Pair alternate(kf_comm_t comm, int batches, int reps, const std::function<void()>& blocking,
                const std::function<void()>& async) {
   std::vector<double> b, a;
+  auto batch = [&](const std::function<void()>& unit, std::vector<double>* times) {
+    check(kf_barrier(comm), "barrier");
+    const double t0 = now_us();
+    for (int r = 0; r < reps; ++r) unit();
+    times->push_back((now_us() - t0) / reps);
+  };
   for (int i = -2; i < batches; ++i) {
-    check(kf_barrier(comm), "barrier");
-    double t0 = now_us();
-    for (int r = 0; r < reps; ++r) blocking();
-    b.push_back((now_us() - t0) / reps);
-    check(kf_barrier(comm), "barrier");
-    t0 = now_us();
-    for (int r = 0; r < reps; ++r) async();
-    a.push_back((now_us() - t0) / reps);
+    // Each side goes first in every other pair: what one half leaves
+    // behind (a thread still waking, a cold cache) falls on both alike.
+    if (i % 2 == 0) {
+      batch(blocking, &b);
+      batch(async, &a);
+    } else {
+      batch(async, &a);
+      batch(blocking, &b);
+    }
     if (i < 0) {  // warm-up
       b.clear();
       a.clear();
@@ -154,15 +162,17 @@ int main(int argc, char** argv) {
 
   if (rank == 0) {
     std::printf(
-        "8 B all_reduce latency: blocking %.2f us, async %.2f us (x%.2f); p90 %.2f / %.2f us\n",
+        "8 B all_reduce latency: blocking %.2f us, async %.2f us (x%.2f paired); p90 %.2f / %.2f "
+        "us\n",
         lat.blocking, lat.async, lat.ratio, lat.blocking_p90, lat.async_p90);
     std::printf(
-        "burst of %d x 8 B all_reduce: blocking %.1f us, async %.1f us (x%.2f); p90 %.1f / %.1f "
-        "us\n",
+        "burst of %d x 8 B all_reduce: blocking %.1f us, async %.1f us (x%.2f paired); p90 %.1f / "
+        "%.1f us\n",
         burst, bst.blocking, bst.async, bst.ratio, bst.blocking_p90, bst.async_p90);
     std::printf(
-        "step of %d x %zu B all_reduce: blocking %.0f us, async %.0f us (%+.1f%%); p90 %.0f / %.0f "
-        "us\n",
+        "step of %d x %zu B all_reduce: blocking %.0f us, async %.0f us (%+.1f%% paired); p90 %.0f "
+        "/ "
+        "%.0f us\n",
         k, bytes, step.blocking, step.async, 100.0 * (step.ratio - 1.0), step.blocking_p90,
         step.async_p90);
   }

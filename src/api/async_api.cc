@@ -63,16 +63,19 @@ Status submit(const char* call, kf_comm* comm, AsyncOpSpec spec, const kf_op_opt
   auto state = std::make_shared<AsyncRequest>();
   // Registered before submission: the callback may run inside submit().
   kf_request* handle = req != nullptr ? RequestTable::get().add(comm, engine, state) : nullptr;
+  struct Unhanded {  // unregisters the handle unless it is handed out (failure, exception)
+    kf_request* h;
+    ~Unhanded() {
+      if (h != nullptr) RequestTable::get().drop(h);
+    }
+  } unhanded{handle};
   if (opts.callback != nullptr) {
     kf_request_callback_t cb = opts.callback;
     void* user = opts.user_data;
     spec.on_complete = [cb, user, handle](const Status& st) { cb(handle, st.code(), user); };
   }
-  Status st = engine->submit(std::move(spec), &state);
-  if (!st.is_ok()) {
-    if (handle != nullptr) RequestTable::get().drop(handle);
-    return st;
-  }
+  KF_RETURN_IF_ERROR(engine->submit(std::move(spec), &state));
+  unhanded.h = nullptr;
   if (handle != nullptr) *req = handle;
   return Status::ok();
 }

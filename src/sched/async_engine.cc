@@ -26,6 +26,17 @@ uint64_t knob_bytes(Knob k, uint64_t fallback) {
 
 // The wire sequence of the signature frame: the partition field all ones.
 constexpr uint64_t kSigPartition = AsyncEngine::kPartitionMask;
+// Whether this thread is inside an operation completed at its submission
+// (one rank): a completion callback that submits again goes to the workers,
+// so that a chain of such callbacks never nests on one stack.
+thread_local bool t_completing_inline = false;
+struct InlineCompletion {  // marks the thread for the scope, if `on`
+  explicit InlineCompletion(bool mark) : on(mark) { t_completing_inline |= mark; }
+  ~InlineCompletion() {
+    if (on) t_completing_inline = false;
+  }
+  const bool on;
+};
 
 }  // namespace
 
@@ -340,8 +351,9 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
   announce(starts, o, prefix);
   // On one rank a small operation (a copy) runs and completes here, on the
   // submitting thread: a hand-off to a worker would cost more than the work.
-  const bool alone =
-      size_ == 1 && starts.size() == 1 && starts.front()->op == o && starts.front()->eager;
+  const bool alone = size_ == 1 && !t_completing_inline && starts.size() == 1 &&
+                     starts.front()->op == o && starts.front()->eager;
+  InlineCompletion inline_scope(alone);
   AsyncPartition* mine = dispatch_starts(&starts, alone);
   if (mine != nullptr) {
     AsyncPartition* next = run_partition_task(mine);

@@ -38,13 +38,13 @@ constexpr auto kGrace = std::chrono::microseconds(200);
 // While threads in help() drive, the lane thread looks only every this many
 // cycles (each look preempts a spinning driver on a busy machine).
 constexpr int kWaiterCycles = 8;
-// At most this many nodes of finished table entries are kept for reuse.
+// At most this many nodes of finished entries are kept for reuse, per table.
 constexpr size_t kNodePool = 64;
 
 }  // namespace
 
 struct LaneOp {
-  explicit LaneOp(AsyncOpSpec s) : spec(std::move(s)) {}
+  explicit LaneOp(AsyncOpSpec&& s) : spec(std::move(s)) {}
   AsyncOpSpec spec;
   uint64_t name_hash = 0;
   uint64_t seq = 0;
@@ -149,17 +149,13 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint6
     } else if (withdrawn_.erase(op->key()) > 0) {
       op->result = timeout_error(timed_out_text(op->label(), opts_.timeout_ms, gave_up_text()));
       done.push_back(op);
+    } else if (!insert_locked(op)) {
+      // Two names with one 64-bit hash, at the same sequence number.
+      op->result = internal_error(op->label() +
+                                  ": its name's hash collides with that of another "
+                                  "pending operation; rename one of them");
+      done.push_back(op);
     } else {
-      if (op_nodes_.empty()) {
-        ops_.emplace(op->key(), op);
-      } else {
-        OpMap::node_type node = std::move(op_nodes_.back());
-        op_nodes_.pop_back();
-        node.key() = op->key();
-        node.mapped() = op;
-        ops_.insert(std::move(node));
-      }
-      ++unready_;
       LaneRecord rec = record_of(*op);
       if (bytes > 0 && bytes <= LaneRecord::kPayloadBytes) {
         std::memcpy(rec.payload, op->spec.send, bytes);  // a tiny operation travels in its record
@@ -186,6 +182,28 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint6
   if (!foreign.empty()) return;
   ring_peers();
   if (wake) thread_cv_.notify_one();
+}
+
+// Into ops_ (a kept node if there is one), counted as unready. False if an
+// operation with its key is pending already.
+bool AsyncLane::insert_locked(const std::shared_ptr<LaneOp>& op) {
+  bool inserted;
+  if (op_nodes_.empty()) {
+    inserted = ops_.emplace(op->key(), op).second;
+  } else {
+    OpMap::node_type node = std::move(op_nodes_.back());
+    op_nodes_.pop_back();
+    node.key() = op->key();
+    node.mapped() = op;
+    auto r = ops_.insert(std::move(node));
+    inserted = r.inserted;
+    if (!inserted) {
+      r.node.mapped().reset();
+      op_nodes_.push_back(std::move(r.node));
+    }
+  }
+  if (inserted) ++unready_;
+  return inserted;
 }
 
 void AsyncLane::flush_unpublished_locked() {
@@ -547,18 +565,20 @@ bool AsyncLane::step() {
     reply_(r.peer, r.op->spec, r.op->name_hash, r.op->seq);
   }
   complete(done);
-  // (The flag is this driver's own hint: a release store, which does not
-  // wait for the stores before it to reach the other ranks.)
+  // (The flag is this driver's own hint, and what it announces is under mu_:
+  // no ordering is needed. A plain store, where a sequentially consistent
+  // one is a locked exchange on x86 that would wait for the log position
+  // stored just before to reach the other ranks.)
   if (!have) {
     if (done.empty() && replies.empty()) return false;
-    dirty_.store(true, std::memory_order_release);  // the next step looks again at once
+    dirty_.store(true, std::memory_order_relaxed);  // the next step looks again at once
     return true;
   }
   if (appended) ring_peers();
   run_entry(e);
   ++pos_;
   log_.processed(pos_);
-  dirty_.store(true, std::memory_order_release);
+  dirty_.store(true, std::memory_order_relaxed);
   return true;
 }
 
@@ -746,6 +766,11 @@ void AsyncLane::close() {
     replies_.clear();
   }
   complete(done);
+  {
+    std::lock_guard<std::mutex> driver(driver_mu_);  // a driver still in help() has left
+    step_done_.clear();
+    entry_done_.clear();
+  }
   std::lock_guard<std::mutex> lock(mu_);
   matches_.clear();
 }

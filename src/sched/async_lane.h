@@ -154,6 +154,7 @@ class AsyncLane {
   bool decide_locked(LaneEntry* e);
   void end_locked(LaneOp* op, const Status& st, Done* done);
   void complete(const Done& done);
+  bool insert_locked(const std::shared_ptr<LaneOp>& op);
   void flush_unpublished_locked();
   void ring_peers();
   // Drives until `stop` says so, `slice` passes (negative: no limit), or
@@ -193,8 +194,10 @@ class AsyncLane {
   // Failed because peers ran them on the message path; later frames from
   // other peers get a reply too. Only the rare mismatches land here.
   std::map<OpKey, std::shared_ptr<LaneOp>> foreign_failed_;
-  Done step_done_;   // step()'s scratch (driver only)
-  Done entry_done_;  // run_entry()'s scratch (driver only)
+  // Operations step() and run_entry() completed, kept until the driver next
+  // has nothing to do, its next step, or close() (driver only).
+  Done step_done_;
+  Done entry_done_;
   Done finished_;   // failed off the driver (e.g. on a transport thread): completed by a driver
   std::atomic<uint64_t> completions_{0};  // operations completed so far
   uint64_t next_order_ = 0;

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 /* clang-format off */
 #include <cmocka.h>
 /* clang-format on */
@@ -130,6 +131,54 @@ static void test_one_rank_ops(void** state) {
   kf_request_free(reqs[0]);
 }
 
+/* A completion callback that submits the next operation, 20000 times over:
+ * on one rank a small operation may complete inside its kf_i* call, and such
+ * a chain must not nest one call in another on one stack. */
+typedef struct {
+  kf_comm_t comm;
+  int32_t in, out;
+  int left, failed, done;
+} Chain;
+
+static void chain_next(kf_request_t req, kf_status_t st, void* user) {
+  Chain* c = (Chain*)user;
+  kf_op_options_t o = KF_OP_OPTIONS_INITIALIZER;
+  (void)req;
+  if (st != KF_SUCCESS || c->out != c->in) c->failed = 1;
+  if (--c->left == 0 || c->failed) {
+    __atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+    return;
+  }
+  o.callback = chain_next;
+  o.user_data = c;
+  c->in = c->left;
+  c->out = -1;
+  if (kf_iall_reduce(c->comm, "chain", &c->in, &c->out, 1, KF_INT32, KF_SUM, &o, NULL) !=
+      KF_SUCCESS) {
+    c->failed = 1;
+    __atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+  }
+}
+
+static void test_callback_chain(void** state) {
+  static Chain c; /* outlives the test's frame until the chain ends */
+  kf_op_options_t o = KF_OP_OPTIONS_INITIALIZER;
+  const struct timespec ms = {0, 1000000};
+  c.comm = (kf_comm_t)*state;
+  c.left = 20000;
+  c.in = c.left;
+  c.out = -1;
+  o.callback = chain_next;
+  o.user_data = &c;
+  assert_int_equal(kf_iall_reduce(c.comm, "chain", &c.in, &c.out, 1, KF_INT32, KF_SUM, &o, NULL),
+                   KF_SUCCESS);
+  for (int i = 0; i < 30000 && !__atomic_load_n(&c.done, __ATOMIC_ACQUIRE); ++i)
+    nanosleep(&ms, NULL);
+  assert_int_equal(__atomic_load_n(&c.done, __ATOMIC_ACQUIRE), 1);
+  assert_int_equal(c.failed, 0);
+  assert_int_equal(c.left, 0);
+}
+
 static void test_request_args(void** state) {
   (void)state;
   int dummy = 0;
@@ -151,6 +200,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_names, setup, teardown),
       cmocka_unit_test_setup_teardown(test_options, setup, teardown),
       cmocka_unit_test_setup_teardown(test_one_rank_ops, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_callback_chain, setup, teardown),
       cmocka_unit_test(test_request_args),
   };
   return cmocka_run_group_tests_name("async", tests, NULL, NULL);

@@ -16,12 +16,13 @@ struct alignas(64) LaneLog::Header {
   char pad2[56];
 };
 
-// The appenders' lock shares the length's cache line: an append moves one
-// line (the readers poll the length, which the append changes anyway).
+// The appenders' lock has a line of its own: an appender's attempt does not
+// disturb the readers polling the length.
 struct alignas(64) LaneLog::LogHeader {
   std::atomic<uint64_t> length{0};  // entries appended
+  char pad1[56];
   std::atomic<uint32_t> lock{0};
-  char pad[52];
+  char pad2[60];
 };
 
 namespace {
