@@ -174,6 +174,9 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint6
       const bool waiter = want_.load() > 0 || waiter_drives_.load() != thread_seen_drives_;
       wake = thread_wait_ == ThreadWait::kIdle ||
              (urgent_ && !waiter && thread_wait_ == ThreadWait::kCycle);
+      // Woken once: the submissions that follow before the thread runs (on
+      // a busy machine, all of a step's) make no system call of their own.
+      if (wake) thread_wait_ = ThreadWait::kNone;
     }
   }
   dirty_.store(true);
