@@ -170,9 +170,8 @@ int main(int argc, char** argv) {
         "%.1f us\n",
         burst, bst.blocking, bst.async, bst.ratio, bst.blocking_p90, bst.async_p90);
     std::printf(
-        "step of %d x %zu B all_reduce: blocking %.0f us, async %.0f us (%+.1f%% paired); p90 %.0f "
-        "/ "
-        "%.0f us\n",
+        "step of %d x %zu B all_reduce: blocking %.0f us, async %.0f us (%+.1f%% paired); "
+        "p90 %.0f / %.0f us\n",
         k, bytes, step.blocking, step.async, 100.0 * (step.ratio - 1.0), step.blocking_p90,
         step.async_p90);
   }

@@ -368,13 +368,11 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
     if (--o->unfinished == 0) {
       o->finalize_task.op = o;
       o->finalize_task.index = kFinalizeTask;
-      o->finalize_task.state = AsyncPartition::State::kRunnable;
-      if (alone) {
-        o->finalize_task.state = AsyncPartition::State::kRunning;
-        finalize_here = true;
-      } else {
-        dispatch_locked(&o->finalize_task);
-      }
+      // Alone, this thread finalizes it below; else a worker or waiter does.
+      finalize_here = alone;
+      o->finalize_task.state =
+          alone ? AsyncPartition::State::kRunning : AsyncPartition::State::kRunnable;
+      if (!alone) dispatch_locked(&o->finalize_task);
     }
   }
   if (finalize_here) finalize(o);  // `op` keeps it alive
