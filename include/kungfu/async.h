@@ -106,14 +106,15 @@ typedef struct kf_request* kf_request_t;
 /**
  * Completion callback. Called exactly once per operation, with its final
  * status, on an engine thread or on a thread inside kf_request_wait*() or a
- * kf_i* call: on a one-rank communicator a small operation may complete
- * inside its own kf_i* call, its callback running before that call returns
- * (and before it stores the request handle). So a caller must not hold,
- * across a kf_i* call, a lock that its callback takes. The callback runs
- * before the request becomes complete: inside it, kf_request_test() on `req`
- * still reports KF_IN_PROGRESS, and it must not wait for or free `req`. It
- * may submit new operations. Keep it short: it delays the thread that runs
- * it.
+ * kf_i* call: an operation may complete inside its own kf_i* call, its
+ * callback running before that call returns (and before it stores the
+ * request handle); on a one-rank communicator a small operation does, and
+ * so does a fused all_reduce whose peers' data is all in already. So a
+ * caller must not hold, across a kf_i* call, a lock that its callback
+ * takes. The callback runs before the request becomes complete: inside it,
+ * kf_request_test() on `req` still reports KF_IN_PROGRESS, and it must not
+ * wait for or free `req`. It may submit new operations. Keep it short: it
+ * delays the thread that runs it.
  * @param req        The request (NULL when the operation was submitted with
  *                   a NULL request pointer, fire-and-forget).
  * @param status     Final status, as kf_request_wait() will return it.

@@ -27,8 +27,8 @@ uint64_t knob_bytes(Knob k, uint64_t fallback) {
 // The wire sequence of the signature frame: the partition field all ones.
 constexpr uint64_t kSigPartition = AsyncEngine::kPartitionMask;
 // Whether this thread is inside an operation completed at its submission
-// (one rank): a completion callback that submits again goes to the workers,
-// so that a chain of such callbacks never nests on one stack.
+// (one rank, or a fused operation submitted last): a completion callback that submits again goes to
+// the workers, so that a chain of such callbacks never nests on one stack.
 thread_local bool t_completing_inline = false;
 struct InlineCompletion {  // marks the thread for the scope, if `on`
   explicit InlineCompletion(bool mark) : on(mark) { t_completing_inline |= mark; }
@@ -347,14 +347,18 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
       o->sig_send[r] = o->ctl_send->isend(r, Tag{0, kSigStep}, o->sig_out.data(), kSigRecordBytes);
     }
   }
-  if (o->fused) start_fused(o, op);
+  // A fused operation whose peers' data is all in (this rank submitted it
+  // last), and on one rank a small operation (a copy), complete here, on the
+  // submitting thread: a hand-off to another thread would cost more (two
+  // wake-ups) than the work.
+  const bool fused_here = o->fused && start_fused(o, op, !t_completing_inline);
   announce(starts, o, prefix);
-  // On one rank a small operation (a copy) runs and completes here, on the
-  // submitting thread: a hand-off to a worker would cost more than the work.
   const bool alone = size_ == 1 && !t_completing_inline && starts.size() == 1 &&
                      starts.front()->op == o && starts.front()->eager;
-  InlineCompletion inline_scope(alone);
-  AsyncPartition* mine = dispatch_starts(&starts, alone);
+  const bool here = alone || fused_here;
+  InlineCompletion inline_scope(here);
+  AsyncPartition* mine = dispatch_starts(&starts, alone);  // (never both: one rank fuses nothing)
+  if (fused_here) mine = &o->parts[0];
   if (mine != nullptr) {
     AsyncPartition* next = run_partition_task(mine);
     if (next != nullptr) hand_off(next);  // another operation's: a worker runs it
@@ -368,11 +372,13 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
     if (--o->unfinished == 0) {
       o->finalize_task.op = o;
       o->finalize_task.index = kFinalizeTask;
-      // Alone, this thread finalizes it below; else a worker or waiter does.
-      finalize_here = alone;
+      // Completed here: this thread finalizes it below (it never waits: a
+      // fused operation's data comes after its signature frame); else a
+      // worker or waiter does.
+      finalize_here = here;
       o->finalize_task.state =
-          alone ? AsyncPartition::State::kRunning : AsyncPartition::State::kRunnable;
-      if (!alone) dispatch_locked(&o->finalize_task);
+          here ? AsyncPartition::State::kRunning : AsyncPartition::State::kRunnable;
+      if (!here) dispatch_locked(&o->finalize_task);
     }
   }
   if (finalize_here) finalize(o);  // `op` keeps it alive

@@ -313,7 +313,7 @@ class AsyncEngine {
   AsyncPartition* partition_done(AsyncPartition* p, const Status& st);
   Status check_signatures(AsyncOp* op);
   void finalize(AsyncOp* op);
-  void start_fused(AsyncOp* op, const std::shared_ptr<AsyncOp>& keep);
+  bool start_fused(AsyncOp* op, const std::shared_ptr<AsyncOp>& keep, bool keep_ready);
   void fused_event(const std::weak_ptr<AsyncOp>& op, bool data);
   void fused_ready_locked(AsyncOp* op, bool data_complete);
   void completer_loop();

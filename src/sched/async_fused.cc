@@ -22,7 +22,10 @@ bool AsyncEngine::fusible(const AsyncOpSpec& spec, const PartitionPlan& plan,
 
 // After the signature frames went to the fuser: posts the data receives,
 // appends the data for every peer, and lets events complete the operation.
-void AsyncEngine::start_fused(AsyncOp* o, const std::shared_ptr<AsyncOp>& keep) {
+// With `keep_ready`, an operation whose data is all in already (the peers
+// submitted first) is not handed to another thread: it is marked running
+// and true returned, for the submitting thread to complete at once.
+bool AsyncEngine::start_fused(AsyncOp* o, const std::shared_ptr<AsyncOp>& keep, bool keep_ready) {
   const uint64_t wire = o->seq << kPartitionBits;  // partition 0
   o->fused_peers.reset(
       new OpPeers(engine_, o->spec.name, o->name_hash, wire, o->digest, o->deadline));
@@ -41,11 +44,17 @@ void AsyncEngine::start_fused(AsyncOp* o, const std::shared_ptr<AsyncOp>& keep) 
   // Events while it was being submitted found it not yet waiting: what they
   // saw (all data in, a failure) is read here instead.
   std::lock_guard<std::mutex> lock(mu_);
-  o->fused_state = AsyncOp::FusedState::kWaiting;
-  fused_waiting_ops_.fetch_add(1);
   const bool data_in = o->fused_waiting.load() == 0;
   const bool failed = o->failed.load() || !early.is_ok();
+  if (keep_ready && data_in && !failed && !stop_) {
+    o->fused_state = AsyncOp::FusedState::kRunning;
+    o->parts[0].state = AsyncPartition::State::kRunning;
+    return true;
+  }
+  o->fused_state = AsyncOp::FusedState::kWaiting;
+  fused_waiting_ops_.fetch_add(1);
   if (data_in || failed) fused_ready_locked(o, data_in && !failed);
+  return false;
 }
 
 // A receive of a fused operation completed (data: one of its data
