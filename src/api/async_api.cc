@@ -4,6 +4,7 @@
 #include <cstring>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "api/async_submit.h"
 #include "api/guard.h"
@@ -94,8 +95,9 @@ AsyncOpSpec spec_of(const char* name, uint32_t kind, const void* send, void* rec
   return s;
 }
 
-Status wait_one(kf_request* r) {
-  if (!r->state->done()) r->engine->wait(r->state);
+// `rest`: the requests the caller waits for next (kf_request_wait_all).
+Status wait_one(kf_request* r, const WaitRest& rest = WaitRest()) {
+  if (!r->state->done()) r->engine->wait(r->state, rest);
   Status st = r->state->status();
   if (!st.is_ok() && is_live(r->comm)) fail(r->comm, st);
   return st;
@@ -300,9 +302,14 @@ KF_API kf_status_t kf_request_wait_all(size_t n, const kf_request_t* reqs) {
   }
   kf_status_t first = KF_SUCCESS;
   try {
+    // While it waits for one, the thread runs the partitions of the others
+    // that come its way, instead of handing them to another thread.
+    std::vector<const kf::AsyncRequest*> states(n);
+    for (size_t i = 0; i < n; ++i) states[i] = reqs[i] != nullptr ? reqs[i]->state.get() : nullptr;
     for (size_t i = 0; i < n; ++i) {
       if (reqs[i] == nullptr) continue;
-      kf_status_t st = kf::api::wait_one(reqs[i]).code();
+      const kf::WaitRest rest{states.data() + i + 1, n - i - 1};
+      kf_status_t st = kf::api::wait_one(reqs[i], rest).code();
       if (first == KF_SUCCESS) first = st;
     }
   } catch (...) {

@@ -417,24 +417,8 @@ Status AsyncEngine::submit_to_lane(AsyncOpSpec spec, std::shared_ptr<AsyncReques
 // everywhere): they finish and release it, whatever the order of
 // submissions. See async_engine.h.
 void AsyncEngine::admit_locked(std::vector<AsyncPartition*>* starts) {
-  const uint64_t credit = credit_bytes_.load();
-  while (!ready_.empty()) {
-    AsyncOp* o = ready_.begin()->op;
-    while (o->parts[o->next_queued].state != AsyncPartition::State::kQueued) ++o->next_queued;
-    AsyncPartition* p = &o->parts[o->next_queued];
-    // Partitions that peers started count when they come first in our own
-    // order (the same operation, or a more urgent one): then the ranks
-    // share the window rather than each adding a partition of its own.
-    uint64_t bytes = credited_bytes_;
-    uint32_t count = credited_count_;
-    const QueueKey& head = *ready_.begin();
-    for (const AsyncPartition* q : peer_started_) {
-      if (q->op == o || QueueKey{q->op->spec.priority, q->op->order, q->op} < head) {
-        bytes += q->bytes;
-        ++count;
-      }
-    }
-    if (count != 0 && (bytes + p->bytes > credit || count >= kMaxCredited)) break;
+  while (AsyncPartition* p = admissible_locked()) {
+    AsyncOp* o = p->op;
     p->state = AsyncPartition::State::kRunnable;
     p->credited = true;
     credited_bytes_ += p->bytes;
@@ -445,6 +429,32 @@ void AsyncEngine::admit_locked(std::vector<AsyncPartition*>* starts) {
       o->in_ready = false;
     }
   }
+}
+
+// The next queued partition of the head of the ready queue if the credit
+// lets it start now, else null. When it returns null with operations
+// ready, a running partition weighs on the head, and its end admits again.
+AsyncPartition* AsyncEngine::admissible_locked() {
+  if (ready_.empty()) return nullptr;
+  AsyncOp* o = ready_.begin()->op;
+  while (o->parts[o->next_queued].state != AsyncPartition::State::kQueued) ++o->next_queued;
+  AsyncPartition* p = &o->parts[o->next_queued];
+  // Partitions that peers started count when they come first in our own
+  // order (the same operation, or a more urgent one): then the ranks
+  // share the window rather than each adding a partition of its own.
+  uint64_t bytes = credited_bytes_;
+  uint32_t count = credited_count_;
+  const QueueKey& head = *ready_.begin();
+  for (const AsyncPartition* q : peer_started_) {
+    if (q->op == o || QueueKey{q->op->spec.priority, q->op->order, q->op} < head) {
+      bytes += q->bytes;
+      ++count;
+    }
+  }
+  if (count != 0 && (bytes + p->bytes > credit_bytes_.load() || count >= kMaxCredited)) {
+    return nullptr;
+  }
+  return p;
 }
 
 void AsyncEngine::confirm_locked(AsyncOp* o) {
@@ -580,8 +590,9 @@ void AsyncEngine::on_control_frame(int src, uint64_t name_hash, uint64_t wire_se
       if (!o->confirmed && o->sigs_seen + 1 == static_cast<uint32_t>(size_)) {
         confirm_locked(o);
         // One admission task at a time is enough: it admits everything
-        // that fits when it runs.
-        if (o->in_ready && !admit_task_queued_) {
+        // that fits when it runs. None while nothing fits: the end of the
+        // partition that holds the credit admits (no wake-up for nothing).
+        if (o->in_ready && !admit_task_queued_ && admissible_locked() != nullptr) {
           admit_task_queued_ = true;
           dispatch_locked(nullptr);
         }
@@ -670,17 +681,17 @@ void AsyncEngine::worker_loop() {
 
 // ---- waiting ----------------------------------------------------------------
 
-void AsyncEngine::wait(const std::shared_ptr<AsyncRequest>& req) {
+void AsyncEngine::wait(const std::shared_ptr<AsyncRequest>& req, const WaitRest& rest) {
   if (req->lane_) {
     req->wait([this, &req] { return lane_->help(req); });
     return;
   }
   for (;;) {
-    while (!req->done() && help(req)) {
+    while (!req->done() && help(req, rest)) {
     }
     AsyncPartition* task = nullptr;
     if (!park(req, &task)) return;  // done
-    run_handed(task, req);
+    run_handed(task, req, rest);
   }
 }
 
@@ -742,22 +753,23 @@ bool AsyncEngine::hand_to_parked_locked(AsyncPartition* p) {
 }
 
 // Runs a task handed to a parked waiter of `req`.
-void AsyncEngine::run_handed(AsyncPartition* p, const std::shared_ptr<AsyncRequest>& req) {
+void AsyncEngine::run_handed(AsyncPartition* p, const std::shared_ptr<AsyncRequest>& req,
+                             const WaitRest& rest) {
   if (p == nullptr) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       admit_task_queued_ = false;
     }
     p = admit_and_start(true);
-    if (p != nullptr) run_then_return(p, req);
+    if (p != nullptr) run_then_return(p, req, rest);
   } else if (p->index == kFinalizeTask) {
     finalize(p->op);
   } else {
-    run_then_return(p, req);
+    run_then_return(p, req, rest);
   }
 }
 
-bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req) {
+bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req, const WaitRest& rest) {
   if (req->lane_) return lane_->help(req);
   if (fuser_) fuser_->flush();
   AsyncPartition* mine = nullptr;
@@ -852,7 +864,7 @@ bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req) {
       shm->wait(t, Deadline::after_ms(2));
       // A confirmation seen just now: admit here rather than wait for the
       // worker that the hook woke (one thread hand-off fewer).
-      if (AsyncPartition* p = admit_and_start(true)) run_then_return(p, req);
+      if (AsyncPartition* p = admit_and_start(true)) run_then_return(p, req, rest);
       return true;
     }
     mine->state = AsyncPartition::State::kRunning;
@@ -860,16 +872,18 @@ bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req) {
   if (mine->index == kFinalizeTask) {
     finalize(mine->op);
   } else {
-    run_then_return(mine, req);
+    run_then_return(mine, req, rest);
   }
   return true;
 }
 
 // For a thread waiting for `req`: runs p and its continuations while req is
-// pending, then hands the next continuation to the pool and returns.
-void AsyncEngine::run_then_return(AsyncPartition* p, const std::shared_ptr<AsyncRequest>& req) {
+// pending (or the continuation is of a request in `rest`, which this thread
+// waits for next), then hands the next continuation to the pool and returns.
+void AsyncEngine::run_then_return(AsyncPartition* p, const std::shared_ptr<AsyncRequest>& req,
+                                  const WaitRest& rest) {
   p = run_partition_task(p);
-  while (p != nullptr && !req->done()) p = run_partition_task(p);
+  while (p != nullptr && (!req->done() || rest.has(p->op->req.get()))) p = run_partition_task(p);
   if (p != nullptr) hand_off(p);
 }
 

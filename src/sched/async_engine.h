@@ -71,6 +71,7 @@
 // observer sees submit/start/partition/finish events.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -194,6 +195,15 @@ class AsyncRequest {
   Status status_;
 };
 
+// The requests a waiter waits for after the current one (the rest of a
+// kf_request_wait_all): it runs their partitions too rather than hand them
+// to another thread, as it would only wait for them next.
+struct WaitRest {
+  const AsyncRequest* const* reqs = nullptr;
+  size_t n = 0;
+  bool has(const AsyncRequest* r) const { return std::find(reqs, reqs + n, r) != reqs + n; }
+};
+
 class AsyncEngine {
  public:
   AsyncEngine(Engine* engine, const AlgoOptions& algo, int64_t timeout_ms);
@@ -213,13 +223,14 @@ class AsyncEngine {
   // what it can meanwhile (help()); when there is nothing, it parks, and
   // the engine hands a parked waiter work it may run instead of waking a
   // worker: a task of its own operation, an admission, or a partition of an
-  // operation every rank submitted (see "Running" above).
-  void wait(const std::shared_ptr<AsyncRequest>& req);
+  // operation every rank submitted (see "Running" above). It returns once
+  // `req` is done, unless running a partition of a request in `rest`.
+  void wait(const std::shared_ptr<AsyncRequest>& req, const WaitRest& rest = WaitRest());
 
   // Runs started-but-unclaimed partitions of `req` on the calling thread,
   // or moves its data; true if it did something (call again). Sends the
   // fused frames held back first: whoever waits is done submitting.
-  bool help(const std::shared_ptr<AsyncRequest>& req);
+  bool help(const std::shared_ptr<AsyncRequest>& req) { return help(req, WaitRest()); }
   // For kf_request_test: sends the fused frames held back, moves
   // shared-memory bytes once, and completes `req` here if its data is in.
   // Never blocks.
@@ -280,6 +291,7 @@ class AsyncEngine {
   // operation's life; see async_engine.cc / async_finish.cc.
   Status submit_to_lane(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out);
   void admit_locked(std::vector<AsyncPartition*>* starts);
+  AsyncPartition* admissible_locked();
   void force_locked(AsyncOp* op, uint32_t index);
   void dispatch_locked(AsyncPartition* p);
   void drop_queued_locked(AsyncOp* op);
@@ -298,7 +310,9 @@ class AsyncEngine {
   AsyncPartition* run_partition_task(AsyncPartition* p);
   void run_chain(AsyncPartition* p);
   void hand_off(AsyncPartition* p);
-  void run_then_return(AsyncPartition* p, const std::shared_ptr<AsyncRequest>& req);
+  void run_then_return(AsyncPartition* p, const std::shared_ptr<AsyncRequest>& req,
+                       const WaitRest& rest);
+  bool help(const std::shared_ptr<AsyncRequest>& req, const WaitRest& rest);
   // A thread in wait() with nothing to run: sleeps on its request until it
   // is done or a task is handed to it (returned; null when done).
   struct Parked {
@@ -308,7 +322,8 @@ class AsyncEngine {
   };
   bool park(const std::shared_ptr<AsyncRequest>& req, AsyncPartition** task);
   bool hand_to_parked_locked(AsyncPartition* p);
-  void run_handed(AsyncPartition* p, const std::shared_ptr<AsyncRequest>& req);
+  void run_handed(AsyncPartition* p, const std::shared_ptr<AsyncRequest>& req,
+                  const WaitRest& rest);
   Status run_planned(AsyncPartition* p);
   AsyncPartition* partition_done(AsyncPartition* p, const Status& st);
   Status check_signatures(AsyncOp* op);
