@@ -6,7 +6,7 @@
 // that a burst of other load, which hits a pair alike, cancels out; the two
 // sides take turns at going first.
 //  - latency: one 8-byte all_reduce, blocking vs kf_iall_reduce +
-//    kf_request_wait;
+//    kf_request_wait, and again with kf_request_wait_any;
 //  - burst: -m all_reduces of 8 bytes (one per tensor, e.g. biases and norm
 //    parameters), blocking one after another vs all submitted then waited
 //    for together (fused: sched/fusion.h);
@@ -117,6 +117,20 @@ int main(int argc, char** argv) {
         kf_request_free(r);
       });
 
+  // The same, waited for with kf_request_wait_any (a process-wide
+  // completion signal instead of the request's own condition).
+  Pair any = alternate(
+      comm, batches, 400,
+      [&] { check(kf_all_reduce(comm, &x, &y, 1, KF_FLOAT64, KF_SUM), "all_reduce"); },
+      [&] {
+        kf_request_t r;
+        size_t index = 0;
+        check(kf_iall_reduce(comm, "any", &x, &y, 1, KF_FLOAT64, KF_SUM, nullptr, &r),
+              "iall_reduce");
+        check(kf_request_wait_any(1, &r, &index), "wait_any");
+        kf_request_free(r);
+      });
+
   // A burst of small tensors.
   std::vector<double> in(static_cast<size_t>(burst), 1.0), out(in.size());
   std::vector<std::string> names;
@@ -165,6 +179,8 @@ int main(int argc, char** argv) {
         "8 B all_reduce latency: blocking %.2f us, async %.2f us (x%.2f paired); p90 %.2f / %.2f "
         "us\n",
         lat.blocking, lat.async, lat.ratio, lat.blocking_p90, lat.async_p90);
+    std::printf("8 B all_reduce, wait_any: blocking %.2f us, async %.2f us (x%.2f paired)\n",
+                any.blocking, any.async, any.ratio);
     std::printf(
         "burst of %d x 8 B all_reduce: blocking %.1f us, async %.1f us (x%.2f paired); p90 %.1f / "
         "%.1f us\n",

@@ -238,7 +238,10 @@ KF_API kf_status_t kf_request_test(kf_request_t req);
 KF_API kf_status_t kf_request_wait(kf_request_t req);
 
 /**
- * Waits until at least one of `n` requests completes.
+ * Waits until at least one of `n` requests completes. The requests may
+ * belong to different communicators. Meanwhile the calling thread runs
+ * their started partitions; with nothing to run it sleeps until a request
+ * completes.
  * @param n      Number of requests, >= 1.
  * @param reqs   Array of n requests; NULL entries are skipped (at least one
  *               must be non-NULL).

@@ -275,20 +275,23 @@ KF_API kf_status_t kf_request_wait_any(size_t n, const kf_request_t* reqs, size_
   }
   if (!any) return KF_ERR_INVALID_ARGUMENT;
   try {
+    kf::AnyCompletion watch;
     for (;;) {
+      const uint64_t seen = kf::AnyCompletion::count();
       for (size_t i = 0; i < n; ++i) {
         if (reqs[i] != nullptr && reqs[i]->state->done()) {
           *index = i;
           return kf::api::wait_one(reqs[i]).code();
         }
       }
-      // Run a partition of any of them here, or sleep briefly: requests have
-      // no common wake-up, and a 100 us poll costs little next to an op.
+      // Run a partition of any of them here, or sleep until a request
+      // completes (any request of the process; bounded, so that work
+      // handed out meanwhile is looked for again).
       bool helped = false;
       for (size_t i = 0; i < n && !helped; ++i) {
         if (reqs[i] != nullptr) helped = reqs[i]->engine->help(reqs[i]->state);
       }
-      if (!helped) std::this_thread::sleep_for(std::chrono::microseconds(100));
+      if (!helped) watch.sleep(seen, 1000);
     }
   } catch (...) {
     return KF_ERR_INTERNAL;

@@ -40,6 +40,49 @@ struct InlineCompletion {  // marks the thread for the scope, if `on`
 
 }  // namespace
 
+// ---- AnyCompletion ----------------------------------------------------------
+
+namespace {
+std::atomic<uint64_t> g_completions{0};
+std::atomic<uint32_t> g_watchers{0};
+// Never destroyed: engine threads may still complete requests during exit.
+std::mutex& watch_mu() {
+  static std::mutex* mu = new std::mutex;
+  return *mu;
+}
+std::condition_variable& watch_cv() {
+  static std::condition_variable* cv = new std::condition_variable;
+  return *cv;
+}
+}  // namespace
+
+AnyCompletion::AnyCompletion() {
+  g_watchers.fetch_add(1);
+}
+
+AnyCompletion::~AnyCompletion() {
+  g_watchers.fetch_sub(1);
+}
+
+uint64_t AnyCompletion::count() {
+  return g_completions.load();
+}
+
+void AnyCompletion::sleep(uint64_t seen, int64_t max_us) {
+  std::unique_lock<std::mutex> lock(watch_mu());
+  watch_cv().wait_for(lock, std::chrono::microseconds(max_us),
+                      [seen] { return g_completions.load() != seen; });
+}
+
+void AnyCompletion::signal() {
+  g_completions.fetch_add(1);
+  // A watcher checks the count under the lock before it sleeps: taking the
+  // lock here means it either saw the new count or is asleep and notified.
+  if (g_watchers.load() == 0) return;
+  { std::lock_guard<std::mutex> lock(watch_mu()); }
+  watch_cv().notify_all();
+}
+
 // ---- AsyncRequest ---------------------------------------------------------
 
 bool AsyncRequest::done() const {
@@ -61,10 +104,13 @@ void AsyncRequest::wait(const std::function<bool()>& help) {
 }
 
 void AsyncRequest::finish(const Status& st) {
-  std::lock_guard<std::mutex> lock(mu_);
-  status_ = st;
-  done_.store(true, std::memory_order_release);  // after status_: done() needs no lock
-  cv_.notify_all();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    status_ = st;
+    done_.store(true, std::memory_order_release);  // after status_: done() needs no lock
+    cv_.notify_all();
+  }
+  AnyCompletion::signal();
 }
 
 // ---- construction ---------------------------------------------------------

@@ -171,6 +171,25 @@ struct AsyncEvent {
 };
 using AsyncObserver = std::function<void(const AsyncEvent&)>;
 
+// A process-wide signal of request completions, for a thread that waits
+// for any of several requests (kf_request_wait_any), perhaps of several
+// communicators: they have no condition in common. A completion costs one
+// atomic increment, and a lock only while such a thread sleeps.
+class AnyCompletion {
+ public:
+  AnyCompletion();   // registers the calling thread as a watcher
+  ~AnyCompletion();  // and unregisters it
+  AnyCompletion(const AnyCompletion&) = delete;
+  AnyCompletion& operator=(const AnyCompletion&) = delete;
+  // Completions so far: read it before looking at the requests, then
+  // sleep() wakes at the first completion after that look.
+  static uint64_t count();
+  // Sleeps until count() differs from `seen`, at most `max_us`.
+  void sleep(uint64_t seen, int64_t max_us);
+  // Called by every request as it completes (after done() turns true).
+  static void signal();
+};
+
 // The completion state a request handle points to.
 class AsyncRequest {
  public:
