@@ -109,12 +109,13 @@ typedef struct kf_request* kf_request_t;
  * kf_i* call: an operation may complete inside its own kf_i* call, its
  * callback running before that call returns (and before it stores the
  * request handle); on a one-rank communicator a small operation does, and
- * so does a fused all_reduce whose peers' data is all in already. So a
- * caller must not hold, across a kf_i* call, a lock that its callback
- * takes. The callback runs before the request becomes complete: inside it,
- * kf_request_test() on `req` still reports KF_IN_PROGRESS, and it must not
- * wait for or free `req`. It may submit new operations. Keep it short: it
- * delays the thread that runs it.
+ * so does a fused all_reduce whose peers' data is all in already (unless
+ * the kf_i* call is made from such a callback: then another thread
+ * completes it). So a caller must not hold, across a kf_i* call, a lock
+ * that its callback takes. The callback runs before the request becomes
+ * complete: inside it, kf_request_test() on `req` still reports
+ * KF_IN_PROGRESS, and it must not wait for or free `req`. It may submit new
+ * operations. Keep it short: it delays the thread that runs it.
  * @param req        The request (NULL when the operation was submitted with
  *                   a NULL request pointer, fire-and-forget).
  * @param status     Final status, as kf_request_wait() will return it.
@@ -240,8 +241,9 @@ KF_API kf_status_t kf_request_wait(kf_request_t req);
 /**
  * Waits until at least one of `n` requests completes. The requests may
  * belong to different communicators. Meanwhile the calling thread runs
- * their started partitions; with nothing to run it sleeps until a request
- * completes.
+ * partitions of their operations (as kf_request_wait does); with nothing
+ * to run it sleeps until a request of the process completes, looking again
+ * at least every millisecond.
  * @param n      Number of requests, >= 1.
  * @param reqs   Array of n requests; NULL entries are skipped (at least one
  *               must be non-NULL).
@@ -251,7 +253,10 @@ KF_API kf_status_t kf_request_wait(kf_request_t req);
 KF_API kf_status_t kf_request_wait_any(size_t n, const kf_request_t* reqs, size_t* index);
 
 /**
- * Waits until all `n` requests complete (NULL entries are skipped).
+ * Waits until all `n` requests complete (NULL entries are skipped). The
+ * thread lends itself as kf_request_wait does, and keeps running partitions
+ * of the requests it has not reached yet rather than hand them to another
+ * thread.
  * @return KF_SUCCESS if every one succeeded, else the status of the first
  *         failed request in array order.
  */

@@ -17,6 +17,11 @@ namespace kf {
 namespace api {
 namespace {
 
+// kf_request_wait_any sleeps until any request of the process completes,
+// and at most this long: work handed out meanwhile (a started partition
+// of one of its requests) is then looked for again.
+constexpr int64_t kWaitAnyLookUs = 1000;
+
 bool request_live(kf_request* r) {
   return RequestTable::get().live(r);
 }
@@ -97,7 +102,11 @@ AsyncOpSpec spec_of(const char* name, uint32_t kind, const void* send, void* rec
 
 // `rest`: the requests the caller waits for next (kf_request_wait_all).
 Status wait_one(kf_request* r, const WaitRest& rest = WaitRest()) {
-  if (!r->state->done()) r->engine->wait(r->state, rest);
+  if (r->state->done()) {
+    r->state->flush_held();
+  } else {
+    r->engine->wait(r->state, rest);
+  }
   Status st = r->state->status();
   if (!st.is_ok() && is_live(r->comm)) fail(r->comm, st);
   return st;
@@ -245,13 +254,15 @@ KF_API kf_status_t kf_ibarrier(kf_comm_t comm, const char* name, const kf_op_opt
 
 KF_API kf_status_t kf_request_test(kf_request_t req) {
   if (!kf::api::request_live(req)) return KF_ERR_INVALID_ARGUMENT;
-  if (!req->state->done()) {
-    try {
+  try {
+    if (req->state->done()) {
+      req->state->flush_held();
+    } else {
       req->engine->poll(req->state);  // never blocks
-    } catch (...) {
-      return KF_ERR_INTERNAL;
+      if (!req->state->done()) return KF_IN_PROGRESS;
     }
-    if (!req->state->done()) return KF_IN_PROGRESS;
+  } catch (...) {
+    return KF_ERR_INTERNAL;
   }
   return req->state->status().code();
 }
@@ -291,7 +302,7 @@ KF_API kf_status_t kf_request_wait_any(size_t n, const kf_request_t* reqs, size_
       for (size_t i = 0; i < n && !helped; ++i) {
         if (reqs[i] != nullptr) helped = reqs[i]->engine->help(reqs[i]->state);
       }
-      if (!helped) watch.sleep(seen, 1000);
+      if (!helped) watch.sleep(seen, kf::api::kWaitAnyLookUs);
     }
   } catch (...) {
     return KF_ERR_INTERNAL;

@@ -27,8 +27,9 @@ uint64_t knob_bytes(Knob k, uint64_t fallback) {
 // The wire sequence of the signature frame: the partition field all ones.
 constexpr uint64_t kSigPartition = AsyncEngine::kPartitionMask;
 // Whether this thread is inside an operation completed at its submission
-// (one rank, or a fused operation submitted last): a completion callback that submits again goes to
-// the workers, so that a chain of such callbacks never nests on one stack.
+// (on one rank, or a fused one whose peers' data was all in at its
+// submission): a completion callback that submits again goes to the
+// workers, so that a chain of such callbacks never nests on one stack.
 thread_local bool t_completing_inline = false;
 struct InlineCompletion {  // marks the thread for the scope, if `on`
   explicit InlineCompletion(bool mark) : on(mark) { t_completing_inline |= mark; }
@@ -39,49 +40,6 @@ struct InlineCompletion {  // marks the thread for the scope, if `on`
 };
 
 }  // namespace
-
-// ---- AnyCompletion ----------------------------------------------------------
-
-namespace {
-std::atomic<uint64_t> g_completions{0};
-std::atomic<uint32_t> g_watchers{0};
-// Never destroyed: engine threads may still complete requests during exit.
-std::mutex& watch_mu() {
-  static std::mutex* mu = new std::mutex;
-  return *mu;
-}
-std::condition_variable& watch_cv() {
-  static std::condition_variable* cv = new std::condition_variable;
-  return *cv;
-}
-}  // namespace
-
-AnyCompletion::AnyCompletion() {
-  g_watchers.fetch_add(1);
-}
-
-AnyCompletion::~AnyCompletion() {
-  g_watchers.fetch_sub(1);
-}
-
-uint64_t AnyCompletion::count() {
-  return g_completions.load();
-}
-
-void AnyCompletion::sleep(uint64_t seen, int64_t max_us) {
-  std::unique_lock<std::mutex> lock(watch_mu());
-  watch_cv().wait_for(lock, std::chrono::microseconds(max_us),
-                      [seen] { return g_completions.load() != seen; });
-}
-
-void AnyCompletion::signal() {
-  g_completions.fetch_add(1);
-  // A watcher checks the count under the lock before it sleeps: taking the
-  // lock here means it either saw the new count or is asleep and notified.
-  if (g_watchers.load() == 0) return;
-  { std::lock_guard<std::mutex> lock(watch_mu()); }
-  watch_cv().notify_all();
-}
 
 // ---- AsyncRequest ---------------------------------------------------------
 
@@ -101,6 +59,17 @@ void AsyncRequest::wait(const std::function<bool()>& help) {
   if (done()) return;
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [this] { return done_.load(std::memory_order_relaxed); });
+}
+
+void AsyncRequest::flush_held() {
+  std::weak_ptr<Fuser> held;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (held_.expired()) return;
+    held.swap(held_);
+  }
+  // Null once the communicator closed its fuser (which sent everything).
+  if (std::shared_ptr<Fuser> f = held.lock()) f->flush();
 }
 
 void AsyncRequest::finish(const Status& st) {
@@ -165,7 +134,8 @@ void AsyncEngine::close() {
   if (lane_) lane_->close();
   if (inspector_.joinable()) inspector_.join();
   if (completer_.joinable()) completer_.join();
-  fuser_.reset();  // waits for its bundles in flight
+  if (fuser_) fuser_->close();  // waits for its bundles in flight (a request may still hold it)
+  fuser_.reset();
 }
 
 void AsyncEngine::enable_lane(ShmTransport* shm, bool single_copy, size_t one_shot_bytes) {
@@ -411,6 +381,12 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
   }
 
   *out = o->req;
+  if (fused_here) {
+    // Its frames are still held (run_fused): waiting for or testing the
+    // request sends them, else the fuser's cycle does.
+    std::lock_guard<std::mutex> lock(o->req->mu_);
+    o->req->held_ = fuser_;
+  }
   // 5. Release the submission's hold on completion.
   bool finalize_here = false;
   {
@@ -636,8 +612,9 @@ void AsyncEngine::on_control_frame(int src, uint64_t name_hash, uint64_t wire_se
       if (!o->confirmed && o->sigs_seen + 1 == static_cast<uint32_t>(size_)) {
         confirm_locked(o);
         // One admission task at a time is enough: it admits everything
-        // that fits when it runs. None while nothing fits: the end of the
-        // partition that holds the credit admits (no wake-up for nothing).
+        // that fits when it runs. None while nothing fits: the end of a
+        // running partition that weighs on the head admits then (no
+        // wake-up for nothing).
         if (o->in_ready && !admit_task_queued_ && admissible_locked() != nullptr) {
           admit_task_queued_ = true;
           dispatch_locked(nullptr);
@@ -908,8 +885,8 @@ bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req, const WaitRest&
       if (!t) return false;
       lock.unlock();
       shm->wait(t, Deadline::after_ms(2));
-      // A confirmation seen just now: admit here rather than wait for the
-      // worker that the hook woke (one thread hand-off fewer).
+      // A confirmation seen just now: admit here rather than wait for a
+      // worker that the hook may have woken (one thread hand-off fewer).
       if (AsyncPartition* p = admit_and_start(true)) run_then_return(p, req, rest);
       return true;
     }

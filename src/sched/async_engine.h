@@ -56,8 +56,11 @@
 // every peer at once through the Fuser (sched/fusion.h), which packs the
 // frames of operations submitted close together into one transfer per
 // peer, and the operation completes by the one-shot algorithm
-// (algo/one_shot.h) once every peer's data is in, on a worker or on the
-// thread waiting for it. Whether an operation is fused is part of its
+// (algo/one_shot.h) once every peer's data is in: on the submitting thread
+// if it is in already at submission (the peers were ahead; its own frames
+// then leave with the next flush: a wait or test of the request, or the
+// fuser's cycle), else on a thread waiting for it, the completer thread, or
+// a worker (failures). Whether an operation is fused is part of its
 // signature.
 //
 // The lane: on a communicator whose ranks all share one host, all_reduce
@@ -90,6 +93,7 @@
 #include "algo/host_layout.h"
 #include "algo/strategy.h"
 #include "base/status.h"
+#include "sched/any_completion.h"
 #include "sched/engine.h"
 #include "sched/fusion.h"
 #include "transport/transfer.h"
@@ -171,25 +175,6 @@ struct AsyncEvent {
 };
 using AsyncObserver = std::function<void(const AsyncEvent&)>;
 
-// A process-wide signal of request completions, for a thread that waits
-// for any of several requests (kf_request_wait_any), perhaps of several
-// communicators: they have no condition in common. A completion costs one
-// atomic increment, and a lock only while such a thread sleeps.
-class AnyCompletion {
- public:
-  AnyCompletion();   // registers the calling thread as a watcher
-  ~AnyCompletion();  // and unregisters it
-  AnyCompletion(const AnyCompletion&) = delete;
-  AnyCompletion& operator=(const AnyCompletion&) = delete;
-  // Completions so far: read it before looking at the requests, then
-  // sleep() wakes at the first completion after that look.
-  static uint64_t count();
-  // Sleeps until count() differs from `seen`, at most `max_us`.
-  void sleep(uint64_t seen, int64_t max_us);
-  // Called by every request as it completes (after done() turns true).
-  static void signal();
-};
-
 // The completion state a request handle points to.
 class AsyncRequest {
  public:
@@ -201,6 +186,10 @@ class AsyncRequest {
   // Waits until done. `help` is tried first (it runs this request's
   // started partitions on the calling thread) until it finds nothing to do.
   void wait(const std::function<bool()>& help);
+  // For kf_request_wait/test of a complete request: sends the fused frames
+  // held back if the operation completed at its submission (before its own
+  // frames left, see AsyncEngine::submit), else does nothing.
+  void flush_held();
 
  private:
   friend class AsyncEngine;
@@ -212,6 +201,7 @@ class AsyncRequest {
   std::condition_variable cv_;
   std::atomic<bool> done_{false};
   Status status_;
+  std::weak_ptr<Fuser> held_;  // see flush_held(); guarded by mu_
 };
 
 // The requests a waiter waits for after the current one (the rest of a
@@ -243,13 +233,16 @@ class AsyncEngine {
   // the engine hands a parked waiter work it may run instead of waking a
   // worker: a task of its own operation, an admission, or a partition of an
   // operation every rank submitted (see "Running" above). It returns once
-  // `req` is done, unless running a partition of a request in `rest`.
+  // `req` is done and the partition this thread runs is not one of a
+  // request in `rest` (those it runs on, as it would wait for them next).
   void wait(const std::shared_ptr<AsyncRequest>& req, const WaitRest& rest = WaitRest());
 
-  // Runs started-but-unclaimed partitions of `req` on the calling thread,
-  // or moves its data; true if it did something (call again). Sends the
-  // fused frames held back first: whoever waits is done submitting.
-  bool help(const std::shared_ptr<AsyncRequest>& req) { return help(req, WaitRest()); }
+  // Runs started-but-unclaimed partitions of `req` on the calling thread
+  // (or, with none, one of another operation every rank submitted), or
+  // moves its data; true if it did something (call again). Sends the fused
+  // frames held back first: whoever waits is done submitting. `rest` as
+  // for wait().
+  bool help(const std::shared_ptr<AsyncRequest>& req, const WaitRest& rest = WaitRest());
   // For kf_request_test: sends the fused frames held back, moves
   // shared-memory bytes once, and completes `req` here if its data is in.
   // Never blocks.
@@ -325,13 +318,12 @@ class AsyncEngine {
   // next (no hand-off to another worker); null if none. run_chain() runs a
   // partition and its continuations; hand_off() gives a continuation to the
   // pool instead (a thread that must return, e.g. a waiter whose request is
-  // complete).
+  // complete, unless the continuation is of a request it waits for next).
   AsyncPartition* run_partition_task(AsyncPartition* p);
   void run_chain(AsyncPartition* p);
   void hand_off(AsyncPartition* p);
   void run_then_return(AsyncPartition* p, const std::shared_ptr<AsyncRequest>& req,
                        const WaitRest& rest);
-  bool help(const std::shared_ptr<AsyncRequest>& req, const WaitRest& rest);
   // A thread in wait() with nothing to run: sleeps on its request until it
   // is done or a task is handed to it (returned; null when done).
   struct Parked {
@@ -373,7 +365,9 @@ class AsyncEngine {
   std::atomic<uint64_t> partition_bytes_;
   std::atomic<uint64_t> credit_bytes_;
   const uint64_t fusion_threshold_;  // 0: fusion off
-  std::unique_ptr<Fuser> fuser_;     // null when fusion is off or size_ == 1
+  // Null when fusion is off or size_ == 1. Shared with the requests of
+  // operations completed at submission (AsyncRequest::flush_held).
+  std::shared_ptr<Fuser> fuser_;
 
   mutable std::mutex mu_;
   std::condition_variable work_cv_;     // workers wait here for runnable partitions

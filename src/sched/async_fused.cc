@@ -48,6 +48,7 @@ bool AsyncEngine::start_fused(AsyncOp* o, const std::shared_ptr<AsyncOp>& keep, 
   const bool failed = o->failed.load() || !early.is_ok();
   if (keep_ready && data_in && !failed && !stop_) {
     o->fused_state = AsyncOp::FusedState::kRunning;
+    o->fused_at_submission = true;
     o->parts[0].state = AsyncPartition::State::kRunning;
     return true;
   }
@@ -150,8 +151,11 @@ Status AsyncEngine::run_fused(AsyncOp* o) {
   }
   if (!st.is_ok()) o->fused_peers->withdraw_outstanding(st);
   // This rank may have all it needs while its own frames are still held:
-  // the peers need them, whether or not anyone here waits any more.
-  fuser_->flush_through(o->fused_ticket);
+  // the peers need them, whether or not anyone here waits any more. On the
+  // submitting thread they wait for the next flush instead: a burst that
+  // completes as it is submitted (the peers were ahead) would send a
+  // bundle per operation.
+  if (!o->fused_at_submission) fuser_->flush_through(o->fused_ticket);
   return st;
 }
 

@@ -88,6 +88,9 @@ struct AsyncOp {
   std::atomic<uint32_t> fused_waiting{0};  // data receives still open
   uint64_t fused_ticket = 0;               // the fuser's ticket of its last frame (set by submit())
   FusedState fused_state = FusedState::kSubmitting;  // guarded by the engine mutex
+  // Completed by the submitting thread: its frames leave with the next
+  // flush (a wait or test, the fuser's cycle), not one bundle per operation.
+  bool fused_at_submission = false;
   uint32_t helpers = 0;  // threads in help() driving its receives; engine mutex
 
   std::atomic<bool> failed{false};

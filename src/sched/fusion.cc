@@ -22,6 +22,10 @@ Fuser::Fuser(Engine* engine, const FusionOptions& opts)
       next_seq_(static_cast<size_t>(engine->size()), 0) {}
 
 Fuser::~Fuser() {
+  close();
+}
+
+void Fuser::close() {
   std::vector<InFlight> left;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -47,7 +47,9 @@ class Fuser {
  public:
   Fuser(Engine* engine, const FusionOptions& opts);
   // Flushes, waits (at most `timeout_ms` of the engine) for the bundles in
-  // flight, and stops the timer.
+  // flight, and stops the timer; nothing is appended afterwards, so a later
+  // flush() sends nothing. Idempotent; the destructor calls it.
+  void close();
   ~Fuser();
 
   // Appends a data frame for `peer` (not this rank), copying its payload:

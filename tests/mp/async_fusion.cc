@@ -3,7 +3,10 @@
 // and ops, in place and not, submitted from two threads in a different
 // order on every rank, completed by kf_request_wait_all, by polling
 // kf_request_test and by callbacks alone; then 50 operations completed by
-// callbacks with no thread waiting at all; every element is checked exactly.
+// callbacks with no thread waiting at all; then 24 submitted late by the last
+// rank (the peers' data already in: over TCP they complete inside the
+// kf_iall_reduce call), half of them never waited for there, so that their
+// frames leave by the fuser's cycle alone; every element is checked exactly.
 //   --count-bundles   (run with KF_FUSION_CYCLE_US large) 32 tiny operations
 //                     submitted before any wait travel as exactly one bundle
 //                     per peer: the fuser's counters say so.
@@ -256,6 +259,75 @@ int run_callbacks_only(kf_comm_t comm, int rank, int n) {
   return fails;
 }
 
+// Whether this thread is inside kf_iall_reduce (run_late_rank).
+thread_local bool t_submitting = false;
+std::atomic<int> g_inside{0};
+
+void on_done_late(kf_request_t, kf_status_t st, void* user) {
+  if (t_submitting) g_inside.fetch_add(1);
+  static_cast<OpCase*>(user)->callback_status.store(static_cast<int>(st));
+}
+
+// The last rank submits after the others (who wait for their requests at
+// once): the peers' data is in before its submission. Of its operations it
+// waits for the even ones, and only watches the callbacks of the odd ones:
+// their frames, held back after a completion inside the submission, must
+// still reach the peers (by the fuser's cycle) or the peers time out.
+int run_late_rank(kf_comm_t comm, int rank, int n) {
+  const int kOps = 24;
+  const bool late = rank == n - 1;
+  std::vector<OpCase> cases(kOps);
+  if (late) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  for (int j = 0; j < kOps; ++j) {
+    OpCase& c = cases[j];
+    c.name = "late." + std::to_string(j);
+    c.dtype = KF_INT32;
+    c.op = KF_SUM;
+    c.count = 1 + static_cast<size_t>(j);
+    c.send.resize(c.count * 4);
+    for (size_t i = 0; i < c.count; ++i) put(c.dtype, c.send.data(), i, value(rank, j, i));
+    c.recv.assign(c.send.size(), 0);
+    kf_op_options_t o = KF_OP_OPTIONS_INITIALIZER;
+    o.callback = on_done_late;
+    o.user_data = &c;
+    t_submitting = true;
+    kf_status_t st = kf_iall_reduce(comm, c.name.c_str(), c.send.data(), c.recv.data(), c.count,
+                                    c.dtype, c.op, &o, &c.req);
+    t_submitting = false;
+    if (st != KF_SUCCESS) {
+      std::printf("FAIL rank %d: submit %s: %s\n", rank, c.name.c_str(), kf_comm_last_error(comm));
+      return 1;
+    }
+    if (late && j % 2 == 0 && kf_request_wait(c.req) != KF_SUCCESS) {
+      std::printf("FAIL rank %d: %s: %s\n", rank, c.name.c_str(), kf_request_error(c.req));
+      return 1;
+    }
+  }
+  int fails = 0;
+  for (int j = 0; j < kOps; ++j) {
+    OpCase& c = cases[j];
+    if (late) {
+      // Sleeps, so this thread sends nothing itself; ctest's timeout bounds it.
+      while (c.callback_status.load() < 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    } else if (kf_request_wait(c.req) != KF_SUCCESS) {
+      std::printf("FAIL rank %d: %s: %s\n", rank, c.name.c_str(), kf_request_error(c.req));
+      ++fails;
+    }
+    if (c.callback_status.load() != KF_SUCCESS) ++fails;
+    for (size_t i = 0; i < c.count; ++i) {
+      if (take(c.dtype, c.recv.data(), i) != expected(c, n, static_cast<size_t>(j), i)) ++fails;
+    }
+  }
+  // Every rank is done before the requests go: the late rank's odd ones
+  // completed (callbacks) before their frames had necessarily left.
+  if (kf_barrier(comm) != KF_SUCCESS) ++fails;
+  for (auto& c : cases) kf_request_free(c.req);
+  std::printf("%s rank %d: %d operations submitted %s; %d completed inside kf_iall_reduce\n",
+              fails == 0 ? "PASS" : "FAIL", rank, kOps, late ? "late" : "first", g_inside.load());
+  return fails;
+}
+
 // With a long cycle, nothing leaves before the first wait: 32 tiny operations
 // submitted by every rank before any waits are exactly one bundle per peer
 // (2 frames each: signature and data).
@@ -334,7 +406,8 @@ int main(int argc, char** argv) {
   int fails = mode == "--count-bundles" ? run_count_bundles(comm, rank, n)
               : mode == "--fusion-off-last"
                   ? run_fusion_off_last(comm, rank)
-                  : run_mixed(comm, rank, n) + run_callbacks_only(comm, rank, n);
+                  : run_mixed(comm, rank, n) + run_callbacks_only(comm, rank, n) +
+                        run_late_rank(comm, rank, n);
   kf_comm_destroy(comm);
   return fails == 0 ? 0 : 1;
 }
