@@ -5,10 +5,15 @@
 // parent and on both children at the same time, and wait for them in a
 // different order than they were submitted. Results are checked exactly
 // (int64 values that depend on the communicator, operation and rank).
+// Then kf_request_wait_any over requests of two communicators: rank 0 waits
+// for an all_reduce on the world that the other ranks submit only 300 ms
+// later, and one on its half that they submit at once: the half's must be
+// the one returned, with its result, and the world's complete after it.
 //
 // Usage: split_async_mp [--ops N]   (prints "[r] split_async_mp: all checks
 // passed" on success, "[r] FAIL ..." lines and exit 1 otherwise).
 #include <atomic>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -134,6 +139,46 @@ void run_comm(kf_comm_t c, int salt, int nops) {
   }
 }
 
+// See the top: kf_request_wait_any across communicators.
+void wait_any_across(kf_comm_t world, kf_comm_t half, int rank, int size) {
+  int half_size = 0;
+  kf_comm_size(half, &half_size);
+  const bool with_rank0 = rank < size / 2;  // rank 0's half
+  int64_t one = 1, all = 0, mine = rank + 1, sum = 0;
+  if (rank == 0) {
+    kf_request_t reqs[2] = {nullptr, nullptr};
+    CHECK(kf_iall_reduce(world, "any.slow", &one, &all, 1, KF_INT64, KF_SUM, nullptr, &reqs[0]) ==
+              KF_SUCCESS,
+          "submit any.slow");
+    CHECK(kf_iall_reduce(half, "any.fast", &mine, &sum, 1, KF_INT64, KF_SUM, nullptr, &reqs[1]) ==
+              KF_SUCCESS,
+          "submit any.fast");
+    size_t index = 9;
+    kf_status_t st = kf_request_wait_any(2, reqs, &index);
+    CHECK(st == KF_SUCCESS && index == 1, "wait_any across communicators: %s, index %zu",
+          kf_status_string(st), index);
+    CHECK(sum == int64_t(half_size) * (half_size + 1) / 2, "any.fast sum %" PRId64, sum);
+    CHECK(kf_request_wait(reqs[0]) == KF_SUCCESS && all == size, "any.slow: %" PRId64, all);
+    for (kf_request_t r : reqs) kf_request_free(r);
+    return;
+  }
+  if (with_rank0) {
+    kf_request_t f = nullptr;
+    CHECK(kf_iall_reduce(half, "any.fast", &mine, &sum, 1, KF_INT64, KF_SUM, nullptr, &f) ==
+                  KF_SUCCESS &&
+              kf_request_wait(f) == KF_SUCCESS,
+          "any.fast on rank %d", rank);
+    kf_request_free(f);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  kf_request_t r = nullptr;
+  CHECK(kf_iall_reduce(world, "any.slow", &one, &all, 1, KF_INT64, KF_SUM, nullptr, &r) ==
+                KF_SUCCESS &&
+            kf_request_wait(r) == KF_SUCCESS && all == size,
+        "any.slow on rank %d", rank);
+  kf_request_free(r);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -157,6 +202,7 @@ int main(int argc, char** argv) {
     run_comm(world, 1, nops);
     a.join();
     b.join();
+    wait_any_across(world, half, rank, size);
     // Blocking calls still work on all three afterwards.
     for (kf_comm_t c : {parity, half, world}) {
       int64_t one = 1, sum = 0;
