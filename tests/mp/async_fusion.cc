@@ -218,6 +218,17 @@ int run_mixed(kf_comm_t comm, int rank, int n) {
   return fails.load();
 }
 
+// Case j of a series: a sum of j + 1 elements of `dtype`, named prefix + j.
+void fill_sum_case(OpCase* c, const char* prefix, kf_dtype_t dtype, int rank, int j) {
+  c->name = prefix + std::to_string(j);
+  c->dtype = dtype;
+  c->op = KF_SUM;
+  c->count = 1 + static_cast<size_t>(j);
+  c->send.resize(c->count * dsize(dtype));
+  for (size_t i = 0; i < c->count; ++i) put(dtype, c->send.data(), i, value(rank, j, i));
+  c->recv.assign(c->send.size(), 0);
+}
+
 // Completion by callbacks alone, with no thread waiting for or testing any
 // request: the engine must move the data itself (over shared memory there
 // is no progress thread; the fuser's timer drives the rings).
@@ -226,13 +237,7 @@ int run_callbacks_only(kf_comm_t comm, int rank, int n) {
   std::vector<OpCase> cases(kOps);
   for (int j = 0; j < kOps; ++j) {
     OpCase& c = cases[j];
-    c.name = "cb." + std::to_string(j);
-    c.dtype = KF_INT64;
-    c.op = KF_SUM;
-    c.count = 1 + static_cast<size_t>(j);
-    c.send.resize(c.count * 8);
-    for (size_t i = 0; i < c.count; ++i) put(c.dtype, c.send.data(), i, value(rank, j, i));
-    c.recv.assign(c.send.size(), 0);
+    fill_sum_case(&c, "cb.", KF_INT64, rank, j);
     kf_op_options_t o = KF_OP_OPTIONS_INITIALIZER;
     o.callback = on_done;
     o.user_data = &c;
@@ -280,13 +285,7 @@ int run_late_rank(kf_comm_t comm, int rank, int n) {
   if (late) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   for (int j = 0; j < kOps; ++j) {
     OpCase& c = cases[j];
-    c.name = "late." + std::to_string(j);
-    c.dtype = KF_INT32;
-    c.op = KF_SUM;
-    c.count = 1 + static_cast<size_t>(j);
-    c.send.resize(c.count * 4);
-    for (size_t i = 0; i < c.count; ++i) put(c.dtype, c.send.data(), i, value(rank, j, i));
-    c.recv.assign(c.send.size(), 0);
+    fill_sum_case(&c, "late.", KF_INT32, rank, j);
     kf_op_options_t o = KF_OP_OPTIONS_INITIALIZER;
     o.callback = on_done_late;
     o.user_data = &c;
