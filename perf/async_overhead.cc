@@ -106,30 +106,25 @@ int main(int argc, char** argv) {
 
   // Latency, 8 bytes.
   double x = 1, y = 0;
-  Pair lat = alternate(
-      comm, batches, 400,
-      [&] { check(kf_all_reduce(comm, &x, &y, 1, KF_FLOAT64, KF_SUM), "all_reduce"); },
-      [&] {
-        kf_request_t r;
-        check(kf_iall_reduce(comm, "lat", &x, &y, 1, KF_FLOAT64, KF_SUM, nullptr, &r),
-              "iall_reduce");
-        check(kf_request_wait(r), "wait");
-        kf_request_free(r);
-      });
+  auto blocking_8b = [&] {
+    check(kf_all_reduce(comm, &x, &y, 1, KF_FLOAT64, KF_SUM), "all_reduce");
+  };
+  Pair lat = alternate(comm, batches, 400, blocking_8b, [&] {
+    kf_request_t r;
+    check(kf_iall_reduce(comm, "lat", &x, &y, 1, KF_FLOAT64, KF_SUM, nullptr, &r), "iall_reduce");
+    check(kf_request_wait(r), "wait");
+    kf_request_free(r);
+  });
 
   // The same, waited for with kf_request_wait_any (a process-wide
   // completion signal instead of the request's own condition).
-  Pair any = alternate(
-      comm, batches, 400,
-      [&] { check(kf_all_reduce(comm, &x, &y, 1, KF_FLOAT64, KF_SUM), "all_reduce"); },
-      [&] {
-        kf_request_t r;
-        size_t index = 0;
-        check(kf_iall_reduce(comm, "any", &x, &y, 1, KF_FLOAT64, KF_SUM, nullptr, &r),
-              "iall_reduce");
-        check(kf_request_wait_any(1, &r, &index), "wait_any");
-        kf_request_free(r);
-      });
+  Pair any = alternate(comm, batches, 400, blocking_8b, [&] {
+    kf_request_t r;
+    size_t index = 0;
+    check(kf_iall_reduce(comm, "any", &x, &y, 1, KF_FLOAT64, KF_SUM, nullptr, &r), "iall_reduce");
+    check(kf_request_wait_any(1, &r, &index), "wait_any");
+    kf_request_free(r);
+  });
 
   // A burst of small tensors.
   std::vector<double> in(static_cast<size_t>(burst), 1.0), out(in.size());

@@ -3,7 +3,6 @@
 // sched/async_engine.
 #include <cstring>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include "api/async_submit.h"
@@ -11,6 +10,7 @@
 #include "api/request_table.h"
 #include "api/validate.h"
 #include "kungfu/kungfu.h"
+#include "sched/any_completion.h"
 #include "sched/op_kind.h"
 
 namespace kf {

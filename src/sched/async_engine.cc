@@ -11,6 +11,7 @@
 #include "base/deadline.h"
 #include "base/dtype.h"
 #include "base/log.h"
+#include "sched/any_completion.h"
 #include "sched/async_lane.h"
 #include "sched/async_state.h"
 #include "sched/op_kind.h"

@@ -93,7 +93,6 @@
 #include "algo/host_layout.h"
 #include "algo/strategy.h"
 #include "base/status.h"
-#include "sched/any_completion.h"
 #include "sched/engine.h"
 #include "sched/fusion.h"
 #include "transport/transfer.h"
