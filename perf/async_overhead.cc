@@ -11,10 +11,15 @@
 //    parameters), blocking one after another vs all submitted then waited
 //    for together (fused: sched/fusion.h);
 //  - throughput at equal priority: a "step" of -k all_reduces of -b bytes,
-//    blocking one after another vs all submitted then waited for.
+//    blocking one after another vs all submitted then waited for; once in
+//    batches of 2 steps (each batch starts at a barrier, so the ranks start
+//    its first step in step with each other), and once in batches of -s
+//    steps back to back ("steady": what a training loop sees, where one
+//    rank's next step starts while its peers finish the last one).
 // Usage: async_overhead [-n batches] [-m burst ops] [-k ops per step] [-b bytes per op]
-// (the step runs 4n batches of 2 steps: a step is short and its ratio the
-// smallest effect measured).
+//                       [-s steps per steady batch]
+// (the step runs 4n batches of 2 steps, the steady step n batches of -s:
+// a step is short and its ratio the smallest effect measured).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -91,12 +96,13 @@ Pair alternate(kf_comm_t comm, int batches, int reps, const std::function<void()
 }  // namespace
 
 int main(int argc, char** argv) {
-  int batches = 15, burst = 64, k = 16;
+  int batches = 15, burst = 64, k = 16, steady = 8;
   size_t bytes = 1 << 20;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "-n")) batches = std::max(1, std::atoi(argv[i + 1]));
     if (!std::strcmp(argv[i], "-m")) burst = std::max(1, std::atoi(argv[i + 1]));
     if (!std::strcmp(argv[i], "-k")) k = std::max(1, std::atoi(argv[i + 1]));
+    if (!std::strcmp(argv[i], "-s")) steady = std::max(1, std::atoi(argv[i + 1]));
     if (!std::strcmp(argv[i], "-b")) bytes = std::strtoull(argv[i + 1], nullptr, 10);
   }
   kf_comm_t comm = nullptr;
@@ -153,21 +159,21 @@ int main(int argc, char** argv) {
   std::vector<kf_request_t> reqs(static_cast<size_t>(k));
   std::vector<std::string> gnames;
   for (int j = 0; j < k; ++j) gnames.push_back("g" + std::to_string(j));
-  Pair step = alternate(
-      comm, 4 * batches, 2,
-      [&] {
-        for (auto& b : bufs)
-          check(kf_all_reduce(comm, b.data(), b.data(), count, KF_FLOAT32, KF_SUM), "step");
-      },
-      [&] {
-        for (int j = 0; j < k; ++j) {
-          check(kf_iall_reduce(comm, gnames[j].c_str(), bufs[j].data(), bufs[j].data(), count,
-                               KF_FLOAT32, KF_SUM, nullptr, &reqs[static_cast<size_t>(j)]),
-                "istep");
-        }
-        check(kf_request_wait_all(reqs.size(), reqs.data()), "wait_all");
-        for (auto r : reqs) kf_request_free(r);
-      });
+  auto blocking_step = [&] {
+    for (auto& b : bufs)
+      check(kf_all_reduce(comm, b.data(), b.data(), count, KF_FLOAT32, KF_SUM), "step");
+  };
+  auto async_step = [&] {
+    for (int j = 0; j < k; ++j) {
+      check(kf_iall_reduce(comm, gnames[j].c_str(), bufs[j].data(), bufs[j].data(), count,
+                           KF_FLOAT32, KF_SUM, nullptr, &reqs[static_cast<size_t>(j)]),
+            "istep");
+    }
+    check(kf_request_wait_all(reqs.size(), reqs.data()), "wait_all");
+    for (auto r : reqs) kf_request_free(r);
+  };
+  Pair step = alternate(comm, 4 * batches, 2, blocking_step, async_step);
+  Pair steady_step = alternate(comm, batches, steady, blocking_step, async_step);
 
   if (rank == 0) {
     std::printf(
@@ -185,6 +191,11 @@ int main(int argc, char** argv) {
         "p90 %.0f / %.0f us\n",
         k, bytes, step.blocking, step.async, 100.0 * (step.ratio - 1.0), step.blocking_p90,
         step.async_p90);
+    std::printf(
+        "steady step (%d back to back): blocking %.0f us, async %.0f us (%+.1f%% paired); "
+        "p90 %.0f / %.0f us\n",
+        steady, steady_step.blocking, steady_step.async, 100.0 * (steady_step.ratio - 1.0),
+        steady_step.blocking_p90, steady_step.async_p90);
   }
   kf_comm_destroy(comm);
   return 0;
