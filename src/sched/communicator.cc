@@ -164,6 +164,8 @@ Status Communicator::connect_with_records(const std::vector<std::string>& record
   t.epoch = 1;
   t.secret = secret_;
   t.socket_buffer_bytes = static_cast<int>(knob_int(Knob::KF_SOCKET_BUFFER_BYTES));
+  t.congestion = knob_string(Knob::KF_TCP_CONGESTION);
+  KF_RETURN_IF_ERROR(check_congestion(t.congestion));
   tcp_ = std::make_unique<TcpTransport>(t, &engine_.mailbox(), [this](int peer, const Status& why) {
     engine_.on_peer_lost(peer, why);
   });

@@ -231,13 +231,40 @@ Status set_nonblocking(int fd, bool on) {
   return Status::ok();
 }
 
-void tune_data_socket(int fd, int buffer_bytes) {
+namespace {
+
+Status set_congestion(int fd, const std::string& congestion) {
+  if (congestion.empty()) return Status::ok();
+  if (::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, congestion.data(),
+                   static_cast<socklen_t>(congestion.size())) != 0) {
+    const int err = errno;
+    return invalid_argument(
+        "KF_TCP_CONGESTION=" + congestion + ": " + errno_text("setsockopt TCP_CONGESTION", err) +
+        (err == EPERM    ? " (this process may only choose one of "
+                           "/proc/sys/net/ipv4/tcp_allowed_congestion_control)"
+         : err == ENOENT ? " (not one of /proc/sys/net/ipv4/tcp_available_congestion_control)"
+                         : ""));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status tune_data_socket(int fd, int buffer_bytes, const std::string& congestion) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   if (buffer_bytes > 0) {
     ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer_bytes, sizeof(buffer_bytes));
     ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer_bytes, sizeof(buffer_bytes));
   }
+  return set_congestion(fd, congestion);
+}
+
+Status check_congestion(const std::string& congestion) {
+  if (congestion.empty()) return Status::ok();
+  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return system_error(errno_text("socket", errno));
+  return set_congestion(fd.get(), congestion);
 }
 
 std::string local_ip_of(int fd) {

@@ -59,8 +59,14 @@ Status write_full(int fd, const void* buf, size_t len, const Deadline& deadline)
 Status read_full(int fd, void* buf, size_t len, const Deadline& deadline);
 
 Status set_nonblocking(int fd, bool on);
-// TCP_NODELAY, and SO_SNDBUF/SO_RCVBUF when buffer_bytes > 0.
-void tune_data_socket(int fd, int buffer_bytes);
+// TCP_NODELAY, SO_SNDBUF/SO_RCVBUF when buffer_bytes > 0, and the
+// congestion control `congestion` when not empty (an error if the kernel
+// refuses it: unknown, or not allowed to this process).
+Status tune_data_socket(int fd, int buffer_bytes, const std::string& congestion);
+// Whether this process may use the congestion control `congestion` (empty:
+// yes), tried on a fresh socket: the same error as tune_data_socket would
+// give, before any connection is made.
+Status check_congestion(const std::string& congestion);
 
 // The local IP address of a connected socket: the address that routes to its peer.
 std::string local_ip_of(int fd);

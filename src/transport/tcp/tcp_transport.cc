@@ -100,7 +100,7 @@ Status TcpTransport::admit(Fd fd, const std::string& from, const Deadline& deadl
   if (conns_[static_cast<size_t>(peer)]) {
     return remote_error("rank " + std::to_string(peer) + " is already connected");
   }
-  tune_data_socket(fd.get(), opts_.socket_buffer_bytes);
+  KF_RETURN_IF_ERROR(tune_data_socket(fd.get(), opts_.socket_buffer_bytes, opts_.congestion));
   KF_RETURN_IF_ERROR(set_nonblocking(fd.get(), true));
   conns_[static_cast<size_t>(peer)] = std::make_unique<TcpConn>(this, peer, std::move(fd), from);
   ++accepted_;
@@ -123,7 +123,7 @@ Status TcpTransport::connect_all(const std::vector<std::string>& addresses,
       return Status(st.code(), "connecting to rank " + std::to_string(peer) + " at " +
                                    addresses[static_cast<size_t>(peer)] + ": " + st.message());
     }
-    tune_data_socket(fd.get(), opts_.socket_buffer_bytes);
+    KF_RETURN_IF_ERROR(tune_data_socket(fd.get(), opts_.socket_buffer_bytes, opts_.congestion));
     KF_RETURN_IF_ERROR(set_nonblocking(fd.get(), true));
     std::lock_guard<std::mutex> lock(setup_mu_);
     conns_[static_cast<size_t>(peer)] =

@@ -33,6 +33,7 @@ struct TcpOptions {
   uint32_t epoch = 1;
   JobSecret secret{};
   int socket_buffer_bytes = 0;
+  std::string congestion;  // TCP congestion control of data connections; empty = the system's
 };
 
 class TcpConn;
