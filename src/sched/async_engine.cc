@@ -93,7 +93,7 @@ AsyncEngine::AsyncEngine(Engine* engine, const AlgoOptions& algo, int64_t timeou
       rank_(engine->rank()),
       size_(engine->size()),
       partition_bytes_(knob_bytes(Knob::KF_PARTITION_BYTES, 4 << 20)),
-      credit_bytes_(knob_bytes(Knob::KF_CREDIT_BYTES, 2 << 20)),
+      credit_bytes_(knob_bytes(Knob::KF_CREDIT_BYTES, 1 << 20)),
       fusion_threshold_(
           static_cast<uint64_t>(std::max<int64_t>(0, knob_int(Knob::KF_FUSION_THRESHOLD_BYTES)))) {
   if (fusion_threshold_ > 0 && size_ > 1) {
@@ -194,7 +194,7 @@ void AsyncEngine::set_partition_bytes(uint64_t bytes) {
 }
 
 void AsyncEngine::set_credit_bytes(uint64_t bytes) {
-  credit_bytes_.store(bytes > 0 ? bytes : knob_bytes(Knob::KF_CREDIT_BYTES, 2 << 20));
+  credit_bytes_.store(bytes > 0 ? bytes : knob_bytes(Knob::KF_CREDIT_BYTES, 1 << 20));
   admit_and_start(false);
 }
 
