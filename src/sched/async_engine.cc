@@ -593,6 +593,10 @@ void AsyncEngine::announce(const std::vector<AsyncPartition*>& starts, const Asy
     AsyncOp* o = p->op;
     OpPeers peers(engine_, o->spec.name, o->name_hash, (o->seq << kPartitionBits) | p->index, 0,
                   o->deadline);
+    // The partition's own frames follow at once (or it waits, which sends
+    // held frames first): the start frame rides along with them, one write
+    // and one wake-up of the peer instead of two.
+    peers.set_hold_sends(true);
     for (int r = 0; r < size_; ++r) {
       if (r != rank_) peers.isend(r, Tag{0, kStartStep}, nullptr, 0);
     }

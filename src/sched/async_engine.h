@@ -19,10 +19,11 @@
 //     the operations they agree on, instead of each adding a partition of
 //     its own on top of the peers', while an urgent operation still starts
 //     beside a peer's less urgent one. A rank that starts a partition on its
-//     own tells every peer with a small frame (step kStartStep). A small
-//     single-partition operation starts at once on submission ("eager",
-//     outside the credit, at most kMaxEager at once), announced in its
-//     signature frame.
+//     own tells every peer with a small frame (step kStartStep; over TCP it
+//     rides along with the partition's first frames to that peer, or leaves
+//     before any thread of this rank waits for a transfer: see
+//     TcpTransport::send). A small single-partition operation starts at once on submission
+//     ("eager", outside the credit, at most kMaxEager at once), announced in its signature frame.
 //  3. Deadlock freedom (DESIGN.md): a partition that a peer announced is
 //     started here as soon as it is submitted here, whatever the credit;
 //     announcements that arrive before the submission are remembered. Only

@@ -64,7 +64,7 @@ TransferHandle OpPeers::isend(int peer, Tag tag, const void* buf, size_t len) {
     t->complete(Status::ok());
   } else {
     Route r = route(peer);
-    r.send(t, h);
+    r.send(t, h, hold_);
     // The communicator may have broken between the health check above and
     // the send: a shared-memory queue failed before this frame joined it
     // would never complete it.
@@ -95,6 +95,8 @@ TransferHandle OpPeers::irecv(int peer, Tag tag, void* buf, size_t len) {
 }
 
 Status OpPeers::wait(const TransferHandle& t) {
+  // Frames held for company (set_hold_sends) leave before any thread sleeps.
+  if (TcpTransport* tcp = engine_->tcp()) tcp->flush_held();
   // With same-host peers, the waiting thread moves shared-memory bytes itself.
   ShmTransport* shm = engine_->shm();
   Status st;

@@ -47,6 +47,10 @@ class OpPeers : public Peers {
   // `fuser`'s bundles (their payload copied: the send completes at once)
   // instead of going to a transport.
   void set_fuser(Fuser* fuser) { fuser_ = fuser; }
+  // Sends to other hosts may wait for the next frame to the same peer or the
+  // next wait for a transfer on this rank (TcpTransport::send with hold): for
+  // a small frame that the sender's own traffic follows at once.
+  void set_hold_sends(bool hold) { hold_ = hold; }
   // Every receive posted from now on calls `listener` when it completes
   // (Transfer::set_listener: short, no mailbox or transport calls).
   void set_recv_listener(std::function<void()> listener) { recv_listener_ = std::move(listener); }
@@ -57,11 +61,11 @@ class OpPeers : public Peers {
   struct Route {
     ShmTransport* shm = nullptr;
     TcpTransport* tcp = nullptr;
-    void send(const TransferHandle& t, const FrameHeader& h) {
+    void send(const TransferHandle& t, const FrameHeader& h, bool hold) {
       if (shm != nullptr) {
         shm->send(t, h);
       } else {
-        tcp->send(t, h);
+        tcp->send(t, h, hold);
       }
     }
   };
@@ -76,6 +80,7 @@ class OpPeers : public Peers {
   std::vector<TransferHandle> transfers_;
   std::function<Status()> watch_;
   Fuser* fuser_ = nullptr;
+  bool hold_ = false;
   std::function<void()> recv_listener_;
   uint64_t display_seq_;
   std::string display_suffix_;

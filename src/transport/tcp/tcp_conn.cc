@@ -138,7 +138,7 @@ void TcpConn::flush_or_lose() {
   }
 }
 
-void TcpConn::enqueue(SendItem item) {
+void TcpConn::enqueue(SendItem item, bool hold) {
   {
     std::lock_guard<std::mutex> lock(send_mu_);
     State s = state_.load();
@@ -153,6 +153,7 @@ void TcpConn::enqueue(SendItem item) {
     }
     queue_.push(std::move(item));
     if (want_out_) return;  // the progress thread writes when the socket has room
+    if (hold) return;       // the next write takes it along
   }
   flush_or_lose();
 }

@@ -28,8 +28,11 @@ class TcpConn : private ByteSink, private ByteSource {
   const std::string& remote() const { return remote_; }
   State state() const { return state_.load(); }
 
-  // Queues a frame and writes what the socket takes now.
-  void enqueue(SendItem item);
+  // Queues a frame and writes what the socket takes now; with `hold`, the
+  // frame waits for the next write instead (TcpTransport::send).
+  void enqueue(SendItem item, bool hold = false);
+  // Writes what is queued (held frames), what the socket takes now.
+  void flush() { flush_or_lose(); }
   // Withdraws the send of transfer t (see SendQueue::cancel).
   void cancel(const TransferHandle& t, const Status& why);
   // Progress thread, on EPOLLOUT.

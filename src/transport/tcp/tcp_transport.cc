@@ -192,6 +192,7 @@ void TcpTransport::progress_loop() {
       ping_idle_links();
       next_ping = now + kPingMs;
     }
+    flush_held();  // a frame held while no thread waits for a transfer
     int n = ::epoll_wait(epoll_fd_.get(), events, 64, static_cast<int>(next_ping - now));
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -339,9 +340,19 @@ void TcpTransport::lose(TcpConn& c, const Status& why) {
   on_lost_(c.peer(), why);
 }
 
-void TcpTransport::send(const TransferHandle& t, const FrameHeader& h) {
+void TcpTransport::send(const TransferHandle& t, const FrameHeader& h, bool hold) {
   t->set_spin_us(spin_us_);
-  conns_[static_cast<size_t>(t->key().peer)]->enqueue(SendItem::data_frame(h, t));
+  conns_[static_cast<size_t>(t->key().peer)]->enqueue(SendItem::data_frame(h, t), hold);
+  // After the frame is queued: a flush_held() that clears the flag before
+  // this store may have missed the frame, one after it sees the flag.
+  if (hold) held_.store(true, std::memory_order_release);
+}
+
+void TcpTransport::flush_held_slow() {
+  if (!held_.exchange(false, std::memory_order_acq_rel)) return;
+  for (auto& c : conns_) {
+    if (c && c->state() != TcpConn::State::kLost) c->flush();
+  }
 }
 
 void TcpTransport::cancel_send(const TransferHandle& t, const Status& why) {

@@ -72,7 +72,17 @@ class TcpTransport : public WaitDriver {
 
   // Queues the data frame of send transfer `t` (payload t->buffer(), t->length()).
   // The transfer completes when the payload is handed to the kernel, or fails.
-  void send(const TransferHandle& t, const FrameHeader& h);
+  // With `hold` (a small frame that is about to be followed by more to the
+  // same peer), it is not written at once: it leaves with the next frame
+  // written to that peer, at the next flush_held() (which every wait for a
+  // transfer calls, src/sched/op_peers.cc: no thread sleeps while one is
+  // held), or at the progress thread's next turn (at most kPingMs), so one
+  // system call and one wake-up of the peer carry both.
+  void send(const TransferHandle& t, const FrameHeader& h, bool hold = false);
+  // Writes the frames held by send(hold); cheap when there are none.
+  void flush_held() {
+    if (held_.load(std::memory_order_acquire)) flush_held_slow();
+  }
   // Withdraws a send of a failed operation: afterwards the caller's buffer is
   // not read again (a partly written frame is finished from a private copy).
   void cancel_send(const TransferHandle& t, const Status& why);
@@ -115,6 +125,7 @@ class TcpTransport : public WaitDriver {
   void update_events(TcpConn& c);
   // Progress thread: pings every open peer that we sent nothing to lately.
   void ping_idle_links();
+  void flush_held_slow();
   // Sets the polling time of waiters (KF_TCP_SPIN_US, 0 when oversubscribed).
   void choose_spin(const std::vector<std::string>& addresses);
 
@@ -137,6 +148,7 @@ class TcpTransport : public WaitDriver {
   std::thread progress_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> retry_paused_{false};
+  std::atomic<bool> held_{false};  // some connection may hold frames (send with hold)
   std::atomic<bool> shut_down_{false};
   std::atomic<int> first_lost_{-1};
   uint32_t spin_us_ = 0;  // Transfer::set_spin_us of sends and receives; set in connect_all
