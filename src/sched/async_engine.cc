@@ -593,9 +593,9 @@ void AsyncEngine::announce(const std::vector<AsyncPartition*>& starts, const Asy
     AsyncOp* o = p->op;
     OpPeers peers(engine_, o->spec.name, o->name_hash, (o->seq << kPartitionBits) | p->index, 0,
                   o->deadline);
-    // The partition's own frames follow at once (or it waits, which sends
-    // held frames first): the start frame rides along with them, one write
-    // and one wake-up of the peer instead of two.
+    // The partition's own frames follow at once (or it waits or ends, which
+    // sends held frames first): the start frame rides along with them, one
+    // write and one wake-up of the peer instead of two.
     peers.set_hold_sends(true);
     for (int r = 0; r < size_; ++r) {
       if (r != rank_) peers.isend(r, Tag{0, kStartStep}, nullptr, 0);
@@ -923,6 +923,9 @@ AsyncPartition* AsyncEngine::run_partition_task(AsyncPartition* p) {
   } else {
     emit(AsyncEvent::Type::kStart, *o, p->index, p->bytes, Status::ok());
     st = o->failed.load() ? o->first_error() : run_planned(p);
+    // Its start frame leaves with its first frame or before it first
+    // waits; one that did neither (empty, or failed before) sends it now.
+    engine_->flush_held();
   }
   emit(AsyncEvent::Type::kPartitionDone, *o, p->index, p->bytes, st);
   return partition_done(p, st);

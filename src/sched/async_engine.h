@@ -20,9 +20,10 @@
 //     its own on top of the peers', while an urgent operation still starts
 //     beside a peer's less urgent one. A rank that starts a partition on its
 //     own tells every peer with a small frame (step kStartStep; over TCP it
-//     rides along with the partition's first frames to that peer, or leaves
-//     before any thread of this rank waits for a transfer: see
-//     TcpTransport::send). A small single-partition operation starts at once on submission
+//     rides along with the partition's first frame to that peer, or leaves
+//     when the thread running the partition first waits or ends it: never
+//     held by a sleeping thread; see TcpTransport::send). A small
+//     single-partition operation starts at once on submission
 //     ("eager", outside the credit, at most kMaxEager at once), announced in its signature frame.
 //  3. Deadlock freedom (DESIGN.md): a partition that a peer announced is
 //     started here as soon as it is submitted here, whatever the credit;

@@ -108,6 +108,9 @@ Status Communicator::create(const RendezvousPoint& root, int rank, int size,
 }
 
 Status Communicator::connect(const RendezvousPoint& root) {
+  // A congestion control the kernel refuses fails here, before the peers
+  // wait for this rank at the rendezvous.
+  KF_RETURN_IF_ERROR(check_congestion(knob_string(Knob::KF_TCP_CONGESTION)));
   Deadline deadline = Deadline::after_ms(opts_.timeout_ms);
   secret_ = root.secret;
   bool pinned_ip = knob_is_set(Knob::KF_IFNAME) || knob_is_set(Knob::KF_SUBNET);
@@ -165,7 +168,6 @@ Status Communicator::connect_with_records(const std::vector<std::string>& record
   t.secret = secret_;
   t.socket_buffer_bytes = static_cast<int>(knob_int(Knob::KF_SOCKET_BUFFER_BYTES));
   t.congestion = knob_string(Knob::KF_TCP_CONGESTION);
-  KF_RETURN_IF_ERROR(check_congestion(t.congestion));
   tcp_ = std::make_unique<TcpTransport>(t, &engine_.mailbox(), [this](int peer, const Status& why) {
     engine_.on_peer_lost(peer, why);
   });

@@ -66,6 +66,10 @@ void Engine::cause_reported() {
   cause_reported_ = true;
 }
 
+void Engine::flush_held() {
+  if (TcpTransport* t = tcp()) t->flush_held();
+}
+
 Status Engine::run(const std::string& name, const OpSignature& sig, const Body& body) {
   KF_RETURN_IF_ERROR(refuse(name));
   uint64_t seq = next_seq(name);

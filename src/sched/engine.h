@@ -87,6 +87,10 @@ class Engine {
   int size() const { return opts_.size; }
   int64_t timeout_ms() const { return opts_.timeout_ms; }
 
+  // Sends the frames queued to ride along with later ones (OpPeers::
+  // set_hold_sends, TcpTransport::send); one atomic load when none is held.
+  void flush_held();
+
  private:
   friend class OpPeers;
   TcpTransport* tcp() const { return transport_.load(std::memory_order_acquire); }

@@ -95,8 +95,8 @@ TransferHandle OpPeers::irecv(int peer, Tag tag, void* buf, size_t len) {
 }
 
 Status OpPeers::wait(const TransferHandle& t) {
-  // Frames held for company (set_hold_sends) leave before any thread sleeps.
-  if (TcpTransport* tcp = engine_->tcp()) tcp->flush_held();
+  // Frames held for company (set_hold_sends) leave before this thread sleeps.
+  engine_->flush_held();
   // With same-host peers, the waiting thread moves shared-memory bytes itself.
   ShmTransport* shm = engine_->shm();
   Status st;

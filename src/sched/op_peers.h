@@ -47,9 +47,9 @@ class OpPeers : public Peers {
   // `fuser`'s bundles (their payload copied: the send completes at once)
   // instead of going to a transport.
   void set_fuser(Fuser* fuser) { fuser_ = fuser; }
-  // Sends to other hosts may wait for the next frame to the same peer or the
-  // next wait for a transfer on this rank (TcpTransport::send with hold): for
-  // a small frame that the sender's own traffic follows at once.
+  // Sends over TCP may wait for the next frame to the same peer or the next
+  // Engine::flush_held() (TcpTransport::send with hold): for a small frame
+  // that the sender's own traffic follows at once.
   void set_hold_sends(bool hold) { hold_ = hold; }
   // Every receive posted from now on calls `listener` when it completes
   // (Transfer::set_listener: short, no mailbox or transport calls).

@@ -119,12 +119,13 @@ void TcpConn::update_events_locked() {
   ::epoll_ctl(owner_->epoll_fd_.get(), EPOLL_CTL_MOD, fd_.get(), &ev);
 }
 
-// Caller holds send_mu_. Writes what the socket takes; arms EPOLLOUT for the rest.
+// Writes what the socket takes (under send_mu_); arms EPOLLOUT for the rest.
 void TcpConn::flush_or_lose() {
   Status st;
   {
     std::lock_guard<std::mutex> lock(send_mu_);
     if (state_.load() == State::kLost) return;
+    held_ = false;  // whatever is queued goes now
     bool blocked = false;
     st = queue_.flush(*this, &blocked);
     if (st.is_ok() && blocked != want_out_) {
@@ -153,7 +154,20 @@ void TcpConn::enqueue(SendItem item, bool hold) {
     }
     queue_.push(std::move(item));
     if (want_out_) return;  // the progress thread writes when the socket has room
-    if (hold) return;       // the next write takes it along
+    if (hold) {
+      held_ = true;  // the next write takes it along
+      return;
+    }
+  }
+  flush_or_lose();
+}
+
+void TcpConn::flush_held() {
+  {
+    std::lock_guard<std::mutex> lock(send_mu_);
+    if (!held_) return;
+    held_ = false;
+    if (want_out_ || state_.load() == State::kLost) return;
   }
   flush_or_lose();
 }

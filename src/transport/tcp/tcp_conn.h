@@ -31,8 +31,10 @@ class TcpConn : private ByteSink, private ByteSource {
   // Queues a frame and writes what the socket takes now; with `hold`, the
   // frame waits for the next write instead (TcpTransport::send).
   void enqueue(SendItem item, bool hold = false);
-  // Writes what is queued (held frames), what the socket takes now.
-  void flush() { flush_or_lose(); }
+  // Writes the frames held by enqueue(hold), what the socket takes now;
+  // nothing if none is held, or if the progress thread writes this queue
+  // (the socket was full: it takes them along).
+  void flush_held();
   // Withdraws the send of transfer t (see SendQueue::cancel).
   void cancel(const TransferHandle& t, const Status& why);
   // Progress thread, on EPOLLOUT.
@@ -86,6 +88,7 @@ class TcpConn : private ByteSink, private ByteSource {
   std::mutex send_mu_;
   SendQueue queue_;           // guarded by send_mu_
   bool want_out_ = false;     // guarded by send_mu_
+  bool held_ = false;         // guarded by send_mu_: enqueue(hold) left frames unwritten
   bool read_paused_ = false;  // guarded by send_mu_
   bool driven_ = false;       // guarded by send_mu_
 

@@ -351,7 +351,7 @@ void TcpTransport::send(const TransferHandle& t, const FrameHeader& h, bool hold
 void TcpTransport::flush_held_slow() {
   if (!held_.exchange(false, std::memory_order_acq_rel)) return;
   for (auto& c : conns_) {
-    if (c && c->state() != TcpConn::State::kLost) c->flush();
+    if (c) c->flush_held();
   }
 }
 

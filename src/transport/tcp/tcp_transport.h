@@ -72,12 +72,14 @@ class TcpTransport : public WaitDriver {
 
   // Queues the data frame of send transfer `t` (payload t->buffer(), t->length()).
   // The transfer completes when the payload is handed to the kernel, or fails.
-  // With `hold` (a small frame that is about to be followed by more to the
-  // same peer), it is not written at once: it leaves with the next frame
-  // written to that peer, at the next flush_held() (which every wait for a
-  // transfer calls, src/sched/op_peers.cc: no thread sleeps while one is
-  // held), or at the progress thread's next turn (at most kPingMs), so one
-  // system call and one wake-up of the peer carry both.
+  // With `hold` (a small frame that the sender's own frames to the same
+  // peer follow at once), it is not written now: it leaves with the next
+  // frame written to that peer or at the next flush_held(), so one system
+  // call and one wake-up of the peer carry both. The holder must make sure
+  // that a running thread calls flush_held() before it sleeps (src/sched: a
+  // start frame is flushed by the thread that runs its partition, at its
+  // first OpPeers::wait or at its end); the progress thread calls it too at
+  // every turn, at the latest every kPingMs.
   void send(const TransferHandle& t, const FrameHeader& h, bool hold = false);
   // Writes the frames held by send(hold); cheap when there are none.
   void flush_held() {
