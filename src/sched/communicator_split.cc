@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "algo/collectives.h"
+#include "base/config.h"
 #include "base/log.h"
 #include "sched/communicator.h"
 #include "topo/split_plan.h"
@@ -69,6 +70,9 @@ Status Communicator::split(int color, int key, const CommOptions& opts,
       std::string ip;
       uint16_t port = 0;
       mine = split_host_port(tcp_->address(), &ip, &port);
+      // The knob is read again (it may have changed since this communicator
+      // connected): a refused choice fails the split on every rank at once.
+      if (mine.is_ok()) mine = check_congestion(knob_string(Knob::KF_TCP_CONGESTION));
       if (mine.is_ok()) mine = open_listener(ip, &listener);
     }
     if (mine.is_ok()) record = make_record(listener.address);
