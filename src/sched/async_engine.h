@@ -23,8 +23,9 @@
 //     rides along with the partition's first frame to that peer, or leaves
 //     when the thread running the partition first waits or ends it: never
 //     held by a sleeping thread; see TcpTransport::send). A small
-//     single-partition operation starts at once on submission
-//     ("eager", outside the credit, at most kMaxEager at once), announced in its signature frame.
+//     single-partition operation starts at once on submission ("eager",
+//     outside the credit, at most kMaxEager at once), announced in its
+//     signature frame.
 //  3. Deadlock freedom (DESIGN.md): a partition that a peer announced is
 //     started here as soon as it is submitted here, whatever the credit;
 //     announcements that arrive before the submission are remembered. Only

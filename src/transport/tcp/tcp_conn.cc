@@ -167,9 +167,9 @@ void TcpConn::flush_held() {
     std::lock_guard<std::mutex> lock(send_mu_);
     if (!held_) return;
     held_ = false;
-    if (want_out_ || state_.load() == State::kLost) return;
+    if (want_out_) return;  // the progress thread writes the whole queue
   }
-  flush_or_lose();
+  flush_or_lose();  // returns at once on a lost connection
 }
 
 void TcpConn::cancel(const TransferHandle& t, const Status& why) {

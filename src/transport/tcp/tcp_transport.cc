@@ -192,7 +192,7 @@ void TcpTransport::progress_loop() {
       ping_idle_links();
       next_ping = now + kPingMs;
     }
-    flush_held();  // a frame held while no thread waits for a transfer
+    flush_held();  // held frames leave at the latest at this turn
     int n = ::epoll_wait(epoll_fd_.get(), events, 64, static_cast<int>(next_ping - now));
     if (n < 0) {
       if (errno == EINTR) continue;
