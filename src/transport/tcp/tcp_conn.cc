@@ -125,7 +125,7 @@ void TcpConn::flush_or_lose() {
   {
     std::lock_guard<std::mutex> lock(send_mu_);
     if (state_.load() == State::kLost) return;
-    held_ = false;  // whatever is queued goes now
+    held_.store(false, std::memory_order_relaxed);  // whatever is queued goes now
     bool blocked = false;
     st = queue_.flush(*this, &blocked);
     if (st.is_ok() && blocked != want_out_) {
@@ -155,7 +155,7 @@ void TcpConn::enqueue(SendItem item, bool hold) {
     queue_.push(std::move(item));
     if (want_out_) return;  // the progress thread writes when the socket has room
     if (hold) {
-      held_ = true;  // the next write takes it along
+      held_.store(true, std::memory_order_release);  // the next write takes it along
       return;
     }
   }
@@ -163,10 +163,13 @@ void TcpConn::enqueue(SendItem item, bool hold) {
 }
 
 void TcpConn::flush_held() {
+  // A frame held after this check comes with a later TcpTransport::held_
+  // (set after enqueue), so the caller's next flush sees it.
+  if (!held_.load(std::memory_order_acquire)) return;
   {
     std::lock_guard<std::mutex> lock(send_mu_);
-    if (!held_) return;
-    held_ = false;
+    if (!held_.load(std::memory_order_relaxed)) return;
+    held_.store(false, std::memory_order_relaxed);
     if (want_out_) return;  // the progress thread writes the whole queue
   }
   flush_or_lose();  // returns at once on a lost connection

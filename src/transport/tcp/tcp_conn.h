@@ -88,7 +88,11 @@ class TcpConn : private ByteSink, private ByteSource {
   std::mutex send_mu_;
   SendQueue queue_;           // guarded by send_mu_
   bool want_out_ = false;     // guarded by send_mu_
-  bool held_ = false;         // guarded by send_mu_: enqueue(hold) left frames unwritten
+  // enqueue(hold) left frames unwritten. Written under send_mu_; read
+  // without it first by flush_held(), so that the progress thread's flush
+  // at every turn does not wait for the lock while a thread writes a large
+  // frame that took the held ones along already.
+  std::atomic<bool> held_{false};
   bool read_paused_ = false;  // guarded by send_mu_
   bool driven_ = false;       // guarded by send_mu_
 
