@@ -55,6 +55,31 @@ int main() {
   st = kf_iall_reduce(comm, "m.big", a.data(), b.data(), me ? 4000 : 4096, KF_INT32, KF_SUM, &o, &r);
   expect("m.big", r, st, "count");
 
+  // kf_request_wait_all: the mismatch in the middle is its status, and the
+  // operations around it complete with their results (it waits for the
+  // last one first).
+  {
+    std::vector<int32_t> x(300, rank + 1), y(300, 0), z(5000, 2 * rank), sx(300), sz(5000);
+    kf_request_t w[3] = {nullptr, nullptr, nullptr};
+    kf_status_t s0 = kf_iall_reduce(comm, "w.first", x.data(), sx.data(), x.size(), KF_INT32,
+                                    KF_SUM, nullptr, &w[0]);
+    kf_status_t s1 = kf_iall_reduce(comm, "w.bad", x.data(), y.data(), me ? 299 : 300, KF_INT32,
+                                    KF_SUM, nullptr, &w[1]);
+    kf_status_t s2 =
+        kf_iall_reduce(comm, "w.last", z.data(), sz.data(), z.size(), KF_INT32, KF_SUM, &o, &w[2]);
+    bool ok = s0 == KF_SUCCESS && s1 == KF_SUCCESS && s2 == KF_SUCCESS;
+    kf_status_t all = ok ? kf_request_wait_all(3, w) : s0;
+    ok = ok && all == KF_ERR_INVALID_USAGE && kf_request_test(w[0]) == KF_SUCCESS &&
+         kf_request_test(w[1]) == KF_ERR_INVALID_USAGE && kf_request_test(w[2]) == KF_SUCCESS &&
+         std::strstr(kf_request_error(w[1]), "w.bad") != nullptr;
+    for (size_t i = 0; ok && i < sx.size(); ++i) ok = sx[i] == n * (n + 1) / 2;
+    for (size_t i = 0; ok && i < sz.size(); ++i) ok = sz[i] == n * (n - 1);
+    std::printf("%s rank %d: wait_all over a mismatch -> %s\n", ok ? "PASS" : "FAIL", rank,
+                kf_status_string(all));
+    if (!ok) ++fails;
+    for (kf_request_t q : w) kf_request_free(q);
+  }
+
   // The communicator still works.
   int32_t one = 1, sum = 0;
   st = kf_iall_reduce(comm, "m.after", &one, &sum, 1, KF_INT32, KF_SUM, nullptr, &r);
