@@ -711,7 +711,7 @@ void AsyncEngine::worker_loop() {
 
 void AsyncEngine::wait(const std::shared_ptr<AsyncRequest>& req, const WaitRest& rest) {
   if (req->lane_) {
-    req->wait([this, &req] { return lane_->help(req); });
+    req->wait([this, &req] { return lane_->help(req, false); });
     return;
   }
   for (;;) {
@@ -798,7 +798,7 @@ void AsyncEngine::run_handed(AsyncPartition* p, const std::shared_ptr<AsyncReque
 }
 
 bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req, const WaitRest& rest) {
-  if (req->lane_) return lane_->help(req);
+  if (req->lane_) return lane_->help(req, true);
   if (fuser_) fuser_->flush();
   AsyncPartition* mine = nullptr;
   {

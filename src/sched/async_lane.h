@@ -112,10 +112,10 @@ class AsyncLane {
   bool on_foreign_signature(int src, uint64_t name_hash, uint64_t seq);
 
   // For kf_request_wait: drives the lane on the calling thread for a slice
-  // of time, until `req` (a lane request) or another operation completes,
-  // or waits a little while another thread drives. True while `req` is not
-  // done (call again).
-  bool help(const std::shared_ptr<AsyncRequest>& req);
+  // of time, until `req` (a lane request) completes, or with `any` (for
+  // kf_request_wait_any) until any operation does, or waits a little while
+  // another thread drives. True while `req` is not done (call again).
+  bool help(const std::shared_ptr<AsyncRequest>& req, bool any);
   // For kf_request_test: one non-blocking step if no thread drives.
   void poll();
 
