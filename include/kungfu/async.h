@@ -255,7 +255,7 @@ KF_API kf_status_t kf_request_wait_any(size_t n, const kf_request_t* reqs, size_
 /**
  * Waits until all `n` requests complete (NULL entries are skipped). The
  * thread lends itself as kf_request_wait does: it waits for the last
- * request first (listed in submission order, at equal priority it
+ * request first (listed in submission order, at equal priority it usually
  * completes last, so the thread is not woken at each earlier completion),
  * and runs the partitions of the others that come its way rather than
  * hand them to another thread.

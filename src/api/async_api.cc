@@ -321,23 +321,27 @@ KF_API kf_status_t kf_request_wait_all(size_t n, const kf_request_t* reqs) {
     std::vector<const kf::AsyncRequest*> states(n);
     for (size_t i = 0; i < n; ++i) states[i] = reqs[i] != nullptr ? reqs[i]->state.get() : nullptr;
     // The last request first: requests are usually listed in submission
-    // order and, at equal priority, complete in it, so the thread sleeps
-    // through the completions of the others (woken only when handed one of
-    // their partitions) instead of waking at each to wait for the next.
+    // order and, at equal priority, usually complete in it, so the thread
+    // sleeps through the completions of the others (woken only when handed
+    // one of their partitions) instead of waking at each to wait for the
+    // next. Held frames of requests complete already leave first (another
+    // communicator's peers may wait for them). Then every request in array
+    // order, as before: the status and the errors recorded on the
+    // communicators come in that order.
     size_t last = n;
     while (last > 0 && reqs[last - 1] == nullptr) --last;
-    kf_status_t last_st = KF_SUCCESS;
-    if (last > 0) {
-      const kf::WaitRest before{states.data(), last - 1};
-      last_st = kf::api::wait_one(reqs[last - 1], before).code();
+    if (last > 0 && !reqs[last - 1]->state->done()) {
+      for (size_t i = 0; i + 1 < last; ++i) {
+        if (reqs[i] != nullptr && reqs[i]->state->done()) reqs[i]->state->flush_held();
+      }
+      reqs[last - 1]->engine->wait(reqs[last - 1]->state, kf::WaitRest{states.data(), last - 1});
     }
-    for (size_t i = 0; i + 1 < last; ++i) {
+    for (size_t i = 0; i < last; ++i) {
       if (reqs[i] == nullptr) continue;
       const kf::WaitRest rest{states.data() + i + 1, n - i - 1};
       kf_status_t st = kf::api::wait_one(reqs[i], rest).code();
       if (first == KF_SUCCESS) first = st;
     }
-    if (first == KF_SUCCESS) first = last_st;
   } catch (...) {
     return KF_ERR_INTERNAL;
   }

@@ -689,8 +689,9 @@ void AsyncLane::thread_loop() {
         if (Clock::now() >= end) break;
         wait(urgent_ ? ThreadWait::kGrace : ThreadWait::kCycle, end);
       }
-      // A waiter driving, or one that just did and will be back for its
-      // next request (kf_request_wait_all), keeps driving.
+      // A waiter driving, or one that just did and will be back (its slice
+      // ended, or the next request of a kf_request_wait_any loop), keeps
+      // driving.
       if (closed_) continue;
       const uint64_t drives = waiter_drives_.load();
       const bool waiter_drove = drives != thread_seen_drives_;

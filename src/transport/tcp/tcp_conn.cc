@@ -164,7 +164,9 @@ void TcpConn::enqueue(SendItem item, bool hold) {
 
 void TcpConn::flush_held() {
   // A frame held after this check comes with a later TcpTransport::held_
-  // (set after enqueue), so the caller's next flush sees it.
+  // (set after enqueue, by a read-modify-write: whichever sender's write the
+  // caller's exchange read, it synchronizes with every earlier one), so
+  // the caller's next flush sees it.
   if (!held_.load(std::memory_order_acquire)) return;
   {
     std::lock_guard<std::mutex> lock(send_mu_);

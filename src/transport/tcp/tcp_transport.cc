@@ -344,8 +344,11 @@ void TcpTransport::send(const TransferHandle& t, const FrameHeader& h, bool hold
   t->set_spin_us(spin_us_);
   conns_[static_cast<size_t>(t->key().peer)]->enqueue(SendItem::data_frame(h, t), hold);
   // After the frame is queued: a flush_held() that clears the flag before
-  // this store may have missed the frame, one after it sees the flag.
-  if (hold) held_.store(true, std::memory_order_release);
+  // this write may have missed the frame, one after it sees the flag. A
+  // read-modify-write, not a store: so a flusher whose exchange reads a later
+  // sender's write also sees this sender's connection flag (the release
+  // sequence of this write continues through the later ones).
+  if (hold) held_.exchange(true, std::memory_order_release);
 }
 
 void TcpTransport::flush_held_slow() {
