@@ -16,8 +16,13 @@
 //    its first step in step with each other), and once in batches of -s
 //    steps back to back ("steady": what a training loop sees, where one
 //    rank's next step starts while its peers finish the last one).
-// Usage: async_overhead [-n batches] [-m burst ops] [-k ops per step] [-b bytes per op]
-//                       [-s steps per steady batch]
+//    With a list of sizes (-b 262144,1048576,4194304) the two step
+//    figures are measured at each size in turn, in one run. Each step line
+//    also gives the difference per operation in us (paired ratio x
+//    blocking time / k): a cost that does not grow with the size shows as
+//    the same figure at every size.
+// Usage: async_overhead [-n batches] [-m burst ops] [-k ops per step]
+//                       [-b bytes per op[,bytes...]] [-s steps per steady batch]
 // (the step runs 4n batches of 2 steps, the steady step n batches of -s:
 // a step is short and its ratio the smallest effect measured).
 #include <algorithm>
@@ -97,13 +102,26 @@ Pair alternate(kf_comm_t comm, int batches, int reps, const std::function<void()
 
 int main(int argc, char** argv) {
   int batches = 15, burst = 64, k = 16, steady = 8;
-  size_t bytes = 1 << 20;
+  std::vector<size_t> sizes{1 << 20};
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "-n")) batches = std::max(1, std::atoi(argv[i + 1]));
     if (!std::strcmp(argv[i], "-m")) burst = std::max(1, std::atoi(argv[i + 1]));
     if (!std::strcmp(argv[i], "-k")) k = std::max(1, std::atoi(argv[i + 1]));
     if (!std::strcmp(argv[i], "-s")) steady = std::max(1, std::atoi(argv[i + 1]));
-    if (!std::strcmp(argv[i], "-b")) bytes = std::strtoull(argv[i + 1], nullptr, 10);
+    if (!std::strcmp(argv[i], "-b")) {
+      sizes.clear();
+      for (const char* p = argv[i + 1]; *p != '\0';) {
+        char* end = nullptr;
+        const size_t b = std::strtoull(p, &end, 10);
+        if (end == p || b < 4 || (*end != ',' && *end != '\0')) {
+          std::fprintf(stderr,
+                       "async_overhead: -b takes sizes of at least 4 bytes, comma-separated\n");
+          return 2;
+        }
+        sizes.push_back(b);
+        p = *end == ',' ? end + 1 : end;
+      }
+    }
   }
   kf_comm_t comm = nullptr;
   check(kf_comm_init_from_env(nullptr, &comm), "init");
@@ -153,27 +171,35 @@ int main(int argc, char** argv) {
         for (auto r : breqs) kf_request_free(r);
       });
 
-  // Throughput of a step of k equal-priority operations.
-  const size_t count = bytes / 4;
-  std::vector<std::vector<float>> bufs(static_cast<size_t>(k), std::vector<float>(count, 1.0f));
+  // Throughput of a step of k equal-priority operations, at each size.
+  struct Steps {
+    size_t bytes;
+    Pair step, steady;
+  };
+  std::vector<Steps> steps;
   std::vector<kf_request_t> reqs(static_cast<size_t>(k));
   std::vector<std::string> gnames;
   for (int j = 0; j < k; ++j) gnames.push_back("g" + std::to_string(j));
-  auto blocking_step = [&] {
-    for (auto& b : bufs)
-      check(kf_all_reduce(comm, b.data(), b.data(), count, KF_FLOAT32, KF_SUM), "step");
-  };
-  auto async_step = [&] {
-    for (int j = 0; j < k; ++j) {
-      check(kf_iall_reduce(comm, gnames[j].c_str(), bufs[j].data(), bufs[j].data(), count,
-                           KF_FLOAT32, KF_SUM, nullptr, &reqs[static_cast<size_t>(j)]),
-            "istep");
-    }
-    check(kf_request_wait_all(reqs.size(), reqs.data()), "wait_all");
-    for (auto r : reqs) kf_request_free(r);
-  };
-  Pair step = alternate(comm, 4 * batches, 2, blocking_step, async_step);
-  Pair steady_step = alternate(comm, batches, steady, blocking_step, async_step);
+  for (size_t bytes : sizes) {
+    const size_t count = bytes / 4;
+    std::vector<std::vector<float>> bufs(static_cast<size_t>(k), std::vector<float>(count, 1.0f));
+    auto blocking_step = [&] {
+      for (auto& b : bufs)
+        check(kf_all_reduce(comm, b.data(), b.data(), count, KF_FLOAT32, KF_SUM), "step");
+    };
+    auto async_step = [&] {
+      for (int j = 0; j < k; ++j) {
+        check(kf_iall_reduce(comm, gnames[j].c_str(), bufs[j].data(), bufs[j].data(), count,
+                             KF_FLOAT32, KF_SUM, nullptr, &reqs[static_cast<size_t>(j)]),
+              "istep");
+      }
+      check(kf_request_wait_all(reqs.size(), reqs.data()), "wait_all");
+      for (auto r : reqs) kf_request_free(r);
+    };
+    Pair step = alternate(comm, 4 * batches, 2, blocking_step, async_step);
+    Pair steady_step = alternate(comm, batches, steady, blocking_step, async_step);
+    steps.push_back({count * 4, step, steady_step});
+  }
 
   if (rank == 0) {
     std::printf(
@@ -186,16 +212,20 @@ int main(int argc, char** argv) {
         "burst of %d x 8 B all_reduce: blocking %.1f us, async %.1f us (x%.2f paired); p90 %.1f / "
         "%.1f us\n",
         burst, bst.blocking, bst.async, bst.ratio, bst.blocking_p90, bst.async_p90);
-    std::printf(
-        "step of %d x %zu B all_reduce: blocking %.0f us, async %.0f us (%+.1f%% paired); "
-        "p90 %.0f / %.0f us\n",
-        k, bytes, step.blocking, step.async, 100.0 * (step.ratio - 1.0), step.blocking_p90,
-        step.async_p90);
-    std::printf(
-        "steady step (%d back to back): blocking %.0f us, async %.0f us (%+.1f%% paired); "
-        "p90 %.0f / %.0f us\n",
-        steady, steady_step.blocking, steady_step.async, 100.0 * (steady_step.ratio - 1.0),
-        steady_step.blocking_p90, steady_step.async_p90);
+    // The difference per operation, from the paired ratio.
+    auto per_op = [&](const Pair& p) { return (p.ratio - 1.0) * p.blocking / k; };
+    for (const Steps& st : steps) {
+      std::printf(
+          "step of %d x %zu B all_reduce: blocking %.0f us, async %.0f us (%+.1f%% paired, "
+          "%+.2f us per operation); p90 %.0f / %.0f us\n",
+          k, st.bytes, st.step.blocking, st.step.async, 100.0 * (st.step.ratio - 1.0),
+          per_op(st.step), st.step.blocking_p90, st.step.async_p90);
+      std::printf(
+          "steady step (%d back to back): blocking %.0f us, async %.0f us (%+.1f%% paired, "
+          "%+.2f us per operation); p90 %.0f / %.0f us\n",
+          steady, st.steady.blocking, st.steady.async, 100.0 * (st.steady.ratio - 1.0),
+          per_op(st.steady), st.steady.blocking_p90, st.steady.async_p90);
+    }
   }
   kf_comm_destroy(comm);
   return 0;
