@@ -180,9 +180,17 @@ int main(int argc, char** argv) {
   std::vector<kf_request_t> reqs(static_cast<size_t>(k));
   std::vector<std::string> gnames;
   for (int j = 0; j < k; ++j) gnames.push_back("g" + std::to_string(j));
+  // Every size's buffers are allocated before the first is measured and
+  // kept to the end: freeing a size's buffers would raise glibc's mmap
+  // threshold and so change where the library's own temporary buffers come
+  // from (and their page faults) for the sizes measured after it.
+  std::vector<std::vector<std::vector<float>>> buffers;
   for (size_t bytes : sizes) {
-    const size_t count = bytes / 4;
-    std::vector<std::vector<float>> bufs(static_cast<size_t>(k), std::vector<float>(count, 1.0f));
+    buffers.emplace_back(static_cast<size_t>(k), std::vector<float>(bytes / 4, 1.0f));
+  }
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const size_t count = sizes[i] / 4;
+    std::vector<std::vector<float>>& bufs = buffers[i];
     auto blocking_step = [&] {
       for (auto& b : bufs)
         check(kf_all_reduce(comm, b.data(), b.data(), count, KF_FLOAT32, KF_SUM), "step");
