@@ -115,7 +115,11 @@ typedef struct kf_request* kf_request_t;
  * that its callback takes. The callback runs before the request becomes
  * complete: inside it, kf_request_test() on `req` still reports
  * KF_IN_PROGRESS, and it must not wait for or free `req`. It may submit new
- * operations. Keep it short: it delays the thread that runs it.
+ * operations and test requests, but not wait for one still in progress (the
+ * thread running it may be the one that would have to complete it):
+ * kf_request_wait*() called inside a callback return KF_ERR_INVALID_USAGE at
+ * once unless what they wait for is complete. Keep it short: it delays the
+ * thread that runs it.
  * @param req        The request (NULL when the operation was submitted with
  *                   a NULL request pointer, fire-and-forget).
  * @param status     Final status, as kf_request_wait() will return it.
@@ -235,6 +239,8 @@ KF_API kf_status_t kf_request_test(kf_request_t req);
  * the operation timeout.
  * A failure is also recorded as the communicator's last error if the
  * communicator still exists.
+ * @return The final status; KF_ERR_INVALID_USAGE at once when called inside
+ *         a completion callback while `req` is still in progress.
  */
 KF_API kf_status_t kf_request_wait(kf_request_t req);
 
@@ -248,7 +254,9 @@ KF_API kf_status_t kf_request_wait(kf_request_t req);
  * @param reqs   Array of n requests; NULL entries are skipped (at least one
  *               must be non-NULL).
  * @param index  Out: position of a completed request in reqs.
- * @return The final status of reqs[*index].
+ * @return The final status of reqs[*index]; KF_ERR_INVALID_USAGE at once
+ *         (*index unset) when called inside a completion callback while
+ *         none of the requests is complete.
  */
 KF_API kf_status_t kf_request_wait_any(size_t n, const kf_request_t* reqs, size_t* index);
 
@@ -260,7 +268,8 @@ KF_API kf_status_t kf_request_wait_any(size_t n, const kf_request_t* reqs, size_
  * and runs the partitions of the others that come its way rather than
  * hand them to another thread.
  * @return KF_SUCCESS if every one succeeded, else the status of the first
- *         failed request in array order.
+ *         failed request in array order; KF_ERR_INVALID_USAGE at once when
+ *         called inside a completion callback while one is in progress.
  */
 KF_API kf_status_t kf_request_wait_all(size_t n, const kf_request_t* reqs);
 

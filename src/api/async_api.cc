@@ -112,6 +112,18 @@ Status wait_one(kf_request* r, const WaitRest& rest = WaitRest()) {
   return st;
 }
 
+// A completion callback may run on the thread that drives the engine (the
+// shared-memory lane's driver runs them), so inside one a wait for a
+// request that is not complete could wait for itself: refused, with the
+// error recorded on the request's communicator.
+kf_status_t refuse_wait_in_callback(const char* call, kf_request* r) {
+  Status st = invalid_usage(std::string(call) +
+                            ": called inside a completion callback for a request still in "
+                            "progress; a callback may test requests but not wait for them");
+  if (is_live(r->comm)) fail(r->comm, st);
+  return st.code();
+}
+
 }  // namespace
 
 Status check_async_name(const char* call, const char* name) { return check_name(call, name); }
@@ -269,6 +281,9 @@ KF_API kf_status_t kf_request_test(kf_request_t req) {
 
 KF_API kf_status_t kf_request_wait(kf_request_t req) {
   if (!kf::api::request_live(req)) return KF_ERR_INVALID_ARGUMENT;
+  if (kf::in_completion_callback() && !req->state->done()) {
+    return kf::api::refuse_wait_in_callback("kf_request_wait", req);
+  }
   try {
     return kf::api::wait_one(req).code();
   } catch (...) {
@@ -285,6 +300,18 @@ KF_API kf_status_t kf_request_wait_any(size_t n, const kf_request_t* reqs, size_
     any = true;
   }
   if (!any) return KF_ERR_INVALID_ARGUMENT;
+  if (kf::in_completion_callback()) {
+    kf_request_t pending = nullptr;
+    for (size_t i = 0; i < n; ++i) {
+      if (reqs[i] == nullptr) continue;
+      if (reqs[i]->state->done()) {
+        pending = nullptr;
+        break;
+      }
+      if (pending == nullptr) pending = reqs[i];
+    }
+    if (pending != nullptr) return kf::api::refuse_wait_in_callback("kf_request_wait_any", pending);
+  }
   try {
     kf::AnyCompletion watch;
     for (;;) {
@@ -313,6 +340,13 @@ KF_API kf_status_t kf_request_wait_all(size_t n, const kf_request_t* reqs) {
   if (reqs == nullptr && n > 0) return KF_ERR_INVALID_ARGUMENT;
   for (size_t i = 0; i < n; ++i) {
     if (reqs[i] != nullptr && !kf::api::request_live(reqs[i])) return KF_ERR_INVALID_ARGUMENT;
+  }
+  if (kf::in_completion_callback()) {
+    for (size_t i = 0; i < n; ++i) {
+      if (reqs[i] != nullptr && !reqs[i]->state->done()) {
+        return kf::api::refuse_wait_in_callback("kf_request_wait_all", reqs[i]);
+      }
+    }
   }
   kf_status_t first = KF_SUCCESS;
   try {

@@ -83,6 +83,25 @@ void AsyncRequest::finish(const Status& st) {
   AnyCompletion::signal();
 }
 
+// ---- completion callbacks -------------------------------------------------
+
+namespace {
+thread_local int t_callback_depth = 0;  // a callback may submit, and so nest one
+}  // namespace
+
+void run_completion_callback(const AsyncOpSpec& spec, const Status& st) {
+  if (!spec.on_complete) return;
+  struct Depth {  // restored on an exception too
+    Depth() { ++t_callback_depth; }
+    ~Depth() { --t_callback_depth; }
+  } depth;
+  spec.on_complete(st);
+}
+
+bool in_completion_callback() {
+  return t_callback_depth > 0;
+}
+
 // ---- construction ---------------------------------------------------------
 
 AsyncEngine::AsyncEngine(Engine* engine, const AlgoOptions& algo, int64_t timeout_ms)
@@ -425,8 +444,22 @@ Status AsyncEngine::submit_to_lane(AsyncOpSpec spec, std::shared_ptr<AsyncReques
       foreign.assign(rem->second.submitted_by.begin(), rem->second.submitted_by.end());
       remembered_.erase(rem);
     }
+    lane_entering_.push_back({name_hash, seq});
   }
   lane_->submit(std::move(spec), name_hash, seq, partition_bytes_.load(), foreign, req);
+  {
+    // Signature frames that came while the lane took the operation in.
+    std::lock_guard<std::mutex> lock(mu_);
+    const OpKey key{name_hash, seq};
+    auto e = std::find(lane_entering_.begin(), lane_entering_.end(), key);
+    *e = lane_entering_.back();
+    lane_entering_.pop_back();
+    auto rem = remembered_.find(key);
+    if (rem != remembered_.end()) {
+      for (int src : rem->second.submitted_by) lane_->on_foreign_signature(src, name_hash, seq);
+      remembered_.erase(rem);
+    }
+  }
   *out = std::move(req);
   return Status::ok();
 }
@@ -634,7 +667,11 @@ void AsyncEngine::on_control_frame(int src, uint64_t name_hash, uint64_t wire_se
     // A signature frame for a lane operation: the peer ran another kind.
     if (step == kSigStep && lane_ && lane_->on_foreign_signature(src, name_hash, seq)) return;
     auto ns = next_seq_.find(name_hash);
-    if (ns != next_seq_.end() && seq < ns->second) return;  // already finished here
+    const OpKey key{name_hash, seq};
+    if (ns != next_seq_.end() && seq < ns->second &&
+        std::find(lane_entering_.begin(), lane_entering_.end(), key) == lane_entering_.end()) {
+      return;  // already finished here
+    }
   }
   Remembered& r = remembered_[{name_hash, seq}];
   if (r.first_ns == 0) {

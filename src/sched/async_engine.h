@@ -161,6 +161,16 @@ struct AsyncOpSpec {
   std::function<void(const Status&)> on_complete;  // called once, before done is visible
 };
 
+// Runs spec.on_complete (if any) with `st`, marking the calling thread as
+// inside a completion callback meanwhile. Every engine path calls the
+// callback through this.
+void run_completion_callback(const AsyncOpSpec& spec, const Status& st);
+// Whether the calling thread is inside a completion callback. A callback
+// may run on the thread that drives the engine (the shared-memory lane's
+// driver holds the lane while it runs), so waiting there for a request
+// that is not complete could wait for itself: kf_request_wait* refuses it.
+bool in_completion_callback();
+
 // Trace events, delivered to the observer synchronously on the thread where
 // they happen (keep the observer short; it must not call into the engine).
 struct AsyncEvent {
@@ -379,6 +389,10 @@ class AsyncEngine {
   uint64_t next_order_ = 0;
   std::map<OpKey, std::shared_ptr<AsyncOp>> pending_;
   std::map<OpKey, Remembered> remembered_;
+  // Lane operations numbered but not yet taken in by the lane: a peer's
+  // signature frame for one is kept in remembered_, not dropped as that of
+  // a finished operation (submit_to_lane() hands it on). Usually empty.
+  std::vector<OpKey> lane_entering_;
   std::set<QueueKey> ready_;  // confirmed operations with queued partitions
   uint32_t eager_running_ = 0;   // small partitions started at submission
   bool admit_task_queued_ = false;  // an admission task waits in runnable_

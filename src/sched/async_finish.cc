@@ -102,7 +102,7 @@ void AsyncEngine::finalize(AsyncOp* o) {
     remembered_.erase({o->name_hash, o->seq});
   }
   emit(AsyncEvent::Type::kFinish, *o, 0, o->total_bytes, st);
-  if (o->spec.on_complete) o->spec.on_complete(st);
+  run_completion_callback(o->spec, st);
   o->req->finish(st);
   {
     std::lock_guard<std::mutex> lock(mu_);

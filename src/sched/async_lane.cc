@@ -398,7 +398,7 @@ void AsyncLane::complete(const Done& done) {
   for (const auto& op : done) {
     emit_(AsyncEvent::Type::kFinish, op->spec.name, op->seq, 0, op->parts, op->spec.priority,
           op->spec.count * dtype_size(op->spec.dtype), op->result);
-    if (op->spec.on_complete) op->spec.on_complete(op->result);
+    run_completion_callback(op->spec, op->result);
     op->req->finish(op->result);
   }
   if (!done.empty()) completions_.fetch_add(done.size());
@@ -648,7 +648,8 @@ bool AsyncLane::help(const std::shared_ptr<AsyncRequest>& req, bool any) {
 }
 
 void AsyncLane::poll() {
-  if (!driver_mu_.try_lock()) return;
+  // (Inside a callback this thread may hold driver_mu_ already.)
+  if (in_completion_callback() || !driver_mu_.try_lock()) return;
   step();
   driver_mu_.unlock();
 }

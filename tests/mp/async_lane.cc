@@ -13,6 +13,10 @@
 //  5. Timeout, then a late submission: the ranks that submitted 'gone' fail
 //     it at KF_TIMEOUT_MS; the last rank submits it later and fails at once,
 //     and the communicator still works.
+//  6. A completion callback that waits: for a request still in progress
+//     every kf_request_wait* returns KF_ERR_INVALID_USAGE at once (the
+//     lane's driver runs callbacks, so such a wait could wait for itself),
+//     for a complete one its status; the request then completes as usual.
 // Run with KF_TIMEOUT_MS=3000 (the timeouts of 5.).
 #include <kungfu/async.h>
 #include <kungfu/kungfu.h>
@@ -243,6 +247,78 @@ void late(kf_comm_t comm, int rank, int n) {
 
 }  // namespace
 
+struct InCallback {
+  kf_request_t pending = nullptr;  // "cb.later": the peers submit it after the callback
+  kf_request_t done = nullptr;     // "cb.first": complete before
+  bool armed = false;              // this rank's callback waits (rank 0)
+  std::atomic<int> calls{0};
+  kf_status_t wait = KF_SUCCESS, any = KF_SUCCESS, all = KF_SUCCESS, on_done = KF_ERR_INTERNAL,
+              test = KF_SUCCESS;
+};
+
+void waits_inside(kf_request_t, kf_status_t, void* user) {
+  auto* c = static_cast<InCallback*>(user);
+  c->calls.fetch_add(1);
+  if (!c->armed) return;
+  c->wait = kf_request_wait(c->pending);
+  size_t index = 0;
+  c->any = kf_request_wait_any(1, &c->pending, &index);
+  kf_request_t both[2] = {c->done, c->pending};
+  c->all = kf_request_wait_all(2, both);
+  c->on_done = kf_request_wait(c->done);
+  c->test = kf_request_test(c->pending);
+}
+
+void in_callback(kf_comm_t comm, int rank, int n) {
+  InCallback c;
+  c.armed = rank == 0;
+  int32_t first = rank + 1, trigger = rank + 1;
+  std::vector<int32_t> later(100000);  // large: it needs every rank's driver
+  for (size_t i = 0; i < later.size(); ++i) later[i] = value(rank, i);
+  kf_iall_reduce(comm, "cb.first", &first, &first, 1, KF_INT32, KF_SUM, nullptr, &c.done);
+  kf_status_t st = kf_request_wait(c.done);
+  if (rank == 0) {
+    kf_iall_reduce(comm, "cb.later", later.data(), later.data(), later.size(), KF_INT32, KF_SUM,
+                   nullptr, &c.pending);
+  }
+  kf_op_options_t o = KF_OP_OPTIONS_INITIALIZER;
+  o.callback = waits_inside;
+  o.user_data = &c;
+  kf_request_t t = nullptr;
+  kf_iall_reduce(comm, "cb.trigger", &trigger, &trigger, 1, KF_INT32, KF_SUM, &o, &t);
+  kf_status_t tst = kf_request_wait(t);
+  const std::string error = kf_comm_last_error(comm);
+  // Only now do the other ranks submit "cb.later": it was in progress on
+  // rank 0 whatever the callback did.
+  kf_barrier(comm);
+  if (rank != 0) {
+    kf_iall_reduce(comm, "cb.later", later.data(), later.data(), later.size(), KF_INT32, KF_SUM,
+                   nullptr, &c.pending);
+  }
+  kf_status_t lst = kf_request_wait(c.pending);
+  bool exact = first == n * (n + 1) / 2 && trigger == n * (n + 1) / 2;
+  for (size_t i = 0; i < later.size(); ++i) {
+    int64_t want = 0;
+    for (int q = 0; q < n; ++q) want += value(q, i);
+    if (later[i] != want) exact = false;
+  }
+  bool ok =
+      st == KF_SUCCESS && tst == KF_SUCCESS && lst == KF_SUCCESS && exact && c.calls.load() == 1;
+  if (rank == 0) {
+    ok = ok && c.wait == KF_ERR_INVALID_USAGE && c.any == KF_ERR_INVALID_USAGE &&
+         c.all == KF_ERR_INVALID_USAGE && c.on_done == KF_SUCCESS && c.test == KF_IN_PROGRESS &&
+         error.find("completion callback") != std::string::npos;
+  }
+  report(ok, "waits inside a completion callback: wait " + std::to_string(c.wait) + ", any " +
+                 std::to_string(c.any) + ", all " + std::to_string(c.all) + ", complete one " +
+                 std::to_string(c.on_done) + ", test " + std::to_string(c.test) +
+                 ", then the request " + std::to_string(lst) + (exact ? ", exact" : ", WRONG") +
+                 (rank == 0 ? " (error: " + error + ")" : ""));
+  kf_request_free(c.done);
+  kf_request_free(c.pending);
+  kf_request_free(t);
+}
+
 int main() {
   int n = 1;
   kf_comm_t comm = kfmp::init_or_die("mp_async_lane", &g_rank, &n);
@@ -251,6 +327,7 @@ int main() {
   far_ahead(comm, g_rank, n);
   test_only(comm, g_rank, n);
   late(comm, g_rank, n);
+  in_callback(comm, g_rank, n);
   kf_comm_destroy(comm);
   return g_fails == 0 ? 0 : 1;
 }
