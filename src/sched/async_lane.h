@@ -30,6 +30,13 @@
 //     fails it at once. Entries are read before records, so a withdrawal
 //     already in the log ends a tiny operation before its last record can
 //     complete it. A stall warning is logged after KF_STALL_WARN_MS.
+//     Known gap: a rank that reads the last record of a tiny operation
+//     before it reads a withdrawal appended at the same moment (or before
+//     it reaches that entry) completes the operation with the full result,
+//     while the withdrawing rank reports the timeout: at a timeout the
+//     ranks may disagree on a tiny operation's status (never on its data).
+//     Ordering tiny completions through the log would close it, at the
+//     price of a log entry per tiny operation.
 //  5. Driving: one thread of a rank at a time: a thread in
 //     kf_request_wait (help()), so a small operation completes on the
 //     waiting thread with no hand-off, else the lane thread, woken for an
