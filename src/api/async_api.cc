@@ -293,25 +293,13 @@ KF_API kf_status_t kf_request_wait(kf_request_t req) {
 
 KF_API kf_status_t kf_request_wait_any(size_t n, const kf_request_t* reqs, size_t* index) {
   if (reqs == nullptr || index == nullptr || n == 0) return KF_ERR_INVALID_ARGUMENT;
-  bool any = false;
+  kf_request_t first = nullptr;
   for (size_t i = 0; i < n; ++i) {
     if (reqs[i] == nullptr) continue;
     if (!kf::api::request_live(reqs[i])) return KF_ERR_INVALID_ARGUMENT;
-    any = true;
+    if (first == nullptr) first = reqs[i];
   }
-  if (!any) return KF_ERR_INVALID_ARGUMENT;
-  if (kf::in_completion_callback()) {
-    kf_request_t pending = nullptr;
-    for (size_t i = 0; i < n; ++i) {
-      if (reqs[i] == nullptr) continue;
-      if (reqs[i]->state->done()) {
-        pending = nullptr;
-        break;
-      }
-      if (pending == nullptr) pending = reqs[i];
-    }
-    if (pending != nullptr) return kf::api::refuse_wait_in_callback("kf_request_wait_any", pending);
-  }
+  if (first == nullptr) return KF_ERR_INVALID_ARGUMENT;
   try {
     kf::AnyCompletion watch;
     for (;;) {
@@ -321,6 +309,10 @@ KF_API kf_status_t kf_request_wait_any(size_t n, const kf_request_t* reqs, size_
           *index = i;
           return kf::api::wait_one(reqs[i]).code();
         }
+      }
+      // None complete: inside a callback it may not wait.
+      if (kf::in_completion_callback()) {
+        return kf::api::refuse_wait_in_callback("kf_request_wait_any", first);
       }
       // Run a partition of any of them here, or sleep until a request
       // completes (any request of the process; bounded, so that work

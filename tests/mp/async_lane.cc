@@ -245,8 +245,6 @@ void late(kf_comm_t comm, int rank, int n) {
   report(st == KF_SUCCESS && sum == n, "the communicator works afterwards");
 }
 
-}  // namespace
-
 struct InCallback {
   kf_request_t pending = nullptr;  // "cb.later": the peers submit it after the callback
   kf_request_t done = nullptr;     // "cb.first": complete before
@@ -318,6 +316,8 @@ void in_callback(kf_comm_t comm, int rank, int n) {
   kf_request_free(c.pending);
   kf_request_free(t);
 }
+
+}  // namespace
 
 int main() {
   int n = 1;
