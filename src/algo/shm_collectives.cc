@@ -123,4 +123,48 @@ Status arena_all_reduce(SharedArena& a, uint32_t signature, const void* send, vo
                            count, dtype, op);
 }
 
+Status arena_all_reduce_fused(SharedArena& a, uint32_t signature, const ArenaPiece* pieces,
+                              size_t n, kf_dtype_t dtype, kf_op_t op) {
+  const size_t es = dtype_size(dtype);
+  size_t total = 0;
+  for (size_t i = 0; i < n; ++i) total += arena_fused_footprint(pieces[i].count * es);
+  if (total > a.buffer_bytes()) {
+    return invalid_usage("fused all_reduce: " + std::to_string(total) +
+                         " bytes do not fit a staging buffer of " +
+                         std::to_string(a.buffer_bytes()));
+  }
+  if (a.size() == 1) {
+    for (size_t i = 0; i < n; ++i) {
+      const ArenaPiece& p = pieces[i];
+      if (p.send != p.recv && p.count > 0) std::memcpy(p.recv, p.send, p.count * es);
+      if (op == KF_AVG) finish_average(dtype, p.recv, p.count, 1);
+    }
+    return Status::ok();
+  }
+  const int w = a.next_buffer();
+  a.publish_signature(w, signature);
+  char* mine = a.buffer(a.rank(), w);
+  size_t off = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t bytes = pieces[i].count * es;
+    if (bytes > 0) std::memcpy(mine + off, pieces[i].send, bytes);
+    off += arena_fused_footprint(bytes);
+  }
+  KF_RETURN_IF_ERROR(a.barrier());
+  KF_RETURN_IF_ERROR(check_signatures(a, w, signature));
+  // As one shot: every rank reduces in rank order (the same bits everywhere).
+  off = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const ArenaPiece& p = pieces[i];
+    if (p.count > 0) {
+      reduce_to(dtype, op, p.recv, a.buffer(0, w) + off, a.buffer(1, w) + off, p.count);
+      for (int r = 2; r < a.size(); ++r)
+        reduce_into(dtype, op, p.recv, a.buffer(r, w) + off, p.count);
+      if (op == KF_AVG) finish_average(dtype, p.recv, p.count, a.size());
+    }
+    off += arena_fused_footprint(p.count * es);
+  }
+  return Status::ok();
+}
+
 }  // namespace kf

@@ -25,4 +25,23 @@ namespace kf {
 Status arena_all_reduce(SharedArena& a, uint32_t signature, const void* send, void* recv,
                         size_t count, kf_dtype_t dtype, kf_op_t op, size_t one_shot_max_bytes);
 
+// Fused all_reduce: several small operations of one dtype and op in one pass,
+// one shot (every rank stages each input at a 64-byte aligned offset of its
+// staging buffer, one barrier, every rank reduces each into its output), so
+// they share one barrier instead of paying one each.
+struct ArenaPiece {
+  const void* send;  // count elements (may equal recv)
+  void* recv;
+  size_t count;
+};
+// Staging bytes one operation of `bytes` takes in a fused pass.
+inline size_t arena_fused_footprint(size_t bytes) {
+  return (bytes + 63) / 64 * 64;
+}
+// `pieces`: `n` operations whose footprints add up to at most one staging
+// buffer (else KF_ERR_INVALID_USAGE, before any barrier). `signature`: the
+// digest of the whole pass, equal on every rank (checked as above).
+Status arena_all_reduce_fused(SharedArena& a, uint32_t signature, const ArenaPiece* pieces,
+                              size_t n, kf_dtype_t dtype, kf_op_t op);
+
 }  // namespace kf

@@ -164,7 +164,14 @@ void AsyncEngine::enable_lane(ShmTransport* shm, bool single_copy, size_t one_sh
   lo.stall_warn_ms = stall_warn_ms_;
   lo.single_copy = single_copy;
   lo.one_shot_bytes = one_shot_bytes;
-  if (fusion_threshold_ > 0) lo.wake_bytes = fusion_threshold_;
+  if (fusion_threshold_ > 0) {
+    lo.wake_bytes = fusion_threshold_;
+    // A fused pass is one shot, in one staging buffer, at most a bundle.
+    lo.fuse_bytes = fusion_threshold_;
+    lo.fuse_pass_bytes =
+        std::min<uint64_t>({knob_bytes(Knob::KF_FUSION_BUNDLE_BYTES, FusionOptions().max_bytes),
+                            one_shot_bytes, shm->staging_bytes()});
+  }
   lo.cycle_us = std::max<int64_t>(1, knob_int(Knob::KF_FUSION_CYCLE_US));
   lane_.reset(new AsyncLane(
       engine_, shm, lo,
@@ -206,6 +213,10 @@ void AsyncEngine::send_signature(int peer, const AsyncOpSpec& spec, uint64_t nam
 
 Fuser::Stats AsyncEngine::fusion_stats() const {
   return fuser_ ? fuser_->stats() : Fuser::Stats{};
+}
+
+LaneFusionStats AsyncEngine::lane_fusion_stats() const {
+  return lane_ ? lane_->fusion_stats() : LaneFusionStats{};
 }
 
 void AsyncEngine::set_partition_bytes(uint64_t bytes) {

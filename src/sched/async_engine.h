@@ -110,6 +110,13 @@ class ShmTransport;
 struct PartitionPlan;
 using OpKey = std::pair<uint64_t, uint64_t>;  // (name hash, seq)
 
+// What the shared-memory lane's fusion did so far: passes that ran more than
+// one operation, and the operations they ran.
+struct LaneFusionStats {
+  uint64_t passes = 0;
+  uint64_t ops = 0;
+};
+
 // Ready-queue order: priority, then local submission order. The queue holds
 // operations with queued partitions (taken in partition order).
 struct QueueKey {
@@ -270,6 +277,8 @@ class AsyncEngine {
   // Operation fusion, for tests and benchmarks: what the fuser packed so far
   // (zeros when fusion is off).
   Fuser::Stats fusion_stats() const;
+  // The lane's fusion (zeros without a lane).
+  LaneFusionStats lane_fusion_stats() const;
 
   // Online tuning. Partition size applies to operations submitted after the
   // call; every rank must make the same change at the same point of its

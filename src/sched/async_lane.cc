@@ -21,7 +21,9 @@
 namespace kf {
 namespace {
 
-enum Verb : uint32_t { kRun = 1, kWithdraw = 2 };
+// A log entry's verb. kFuse: one of the `reserved` entries of a fused pass
+// (appended together, the first at the position a driver reads next).
+enum Verb : uint32_t { kRun = 1, kWithdraw = 2, kFuse = 3 };
 
 // How long a driver polls before it sleeps on its doorbell, and how long the
 // lane thread keeps its cycle after the last operation before it sleeps
@@ -406,9 +408,18 @@ void AsyncLane::complete(const Done& done) {
 
 // ---- the log --------------------------------------------------------------
 
-// What to append at the log's end: a withdrawal of an operation that timed
-// out unready, else the next partition of the most urgent ready operation.
-bool AsyncLane::decide_locked(LaneEntry* e) {
+// Whether `op` may share a fused pass: one partition of 1..fuse_bytes bytes.
+bool AsyncLane::fusable(const LaneOp& op) const {
+  const uint64_t bytes = op.spec.count * dtype_size(op.spec.dtype);
+  return op.parts == 1 && bytes > 0 && bytes <= opts_.fuse_bytes &&
+         arena_fused_footprint(bytes) <= opts_.fuse_pass_bytes;
+}
+
+// What to append at the log's end, into batch_ (returns how many entries; 0:
+// nothing): a withdrawal of an operation that timed out unready, else the
+// next partition of the most urgent ready operation, or, when that one is
+// small, a fused pass of it and the small ready operations after it.
+size_t AsyncLane::decide_locked() {
   int64_t now = -1;  // read at the first unready operation: none, no clock
   const int64_t warn_ns = opts_.stall_warn_ms * 1000000;
   // Only unready operations have deadlines to watch: the scan ends at the
@@ -421,11 +432,11 @@ bool AsyncLane::decide_locked(LaneEntry* e) {
     ++seen;
     if (now < 0) now = now_ns();
     if (now >= op->deadline_ns) {
-      *e = LaneEntry{};
-      e->name_hash = op->name_hash;
-      e->seq = op->seq;
-      e->verb = kWithdraw;
-      return true;
+      batch_[0] = LaneEntry{};
+      batch_[0].name_hash = op->name_hash;
+      batch_[0].seq = op->seq;
+      batch_[0].verb = kWithdraw;
+      return 1;
     }
     if (!op->warned && warn_ns > 0 && now - op->submit_ns >= warn_ns) {
       op->warned = true;
@@ -433,14 +444,35 @@ bool AsyncLane::decide_locked(LaneEntry* e) {
                              missing_locked(op->name_hash, op->seq)));
     }
   }
-  if (ready_.empty()) return false;
-  LaneOp* op = ready_.begin()->second;
-  *e = LaneEntry{};
-  e->name_hash = op->name_hash;
-  e->seq = op->seq;
-  e->part = op->done_parts;
-  e->verb = kRun;
-  return true;
+  if (ready_.empty()) return 0;
+  auto entry = [](const LaneOp& op, uint32_t verb) {
+    LaneEntry e;
+    e.name_hash = op.name_hash;
+    e.seq = op.seq;
+    e.part = op.done_parts;
+    e.verb = verb;
+    return e;
+  };
+  const LaneOp& head = *ready_.begin()->second;
+  size_t n = 1;
+  if (fusable(head)) {
+    // In priority order, up to the first that does not fit: fusion never
+    // lets an operation overtake a more urgent one.
+    uint64_t staged = arena_fused_footprint(head.spec.count * dtype_size(head.spec.dtype));
+    for (auto it = std::next(ready_.begin()); it != ready_.end() && n < LaneLog::kMaxBatch; ++it) {
+      const LaneOp& op = *it->second;
+      if (!fusable(op) || op.spec.dtype != head.spec.dtype || op.spec.op != head.spec.op) break;
+      const uint64_t bytes = arena_fused_footprint(op.spec.count * dtype_size(op.spec.dtype));
+      if (staged + bytes > opts_.fuse_pass_bytes) break;
+      staged += bytes;
+      batch_[n++] = entry(op, kFuse);
+    }
+  }
+  batch_[0] = entry(head, n > 1 ? kFuse : kRun);
+  if (n > 1) {
+    for (size_t i = 0; i < n; ++i) batch_[i].reserved = n;
+  }
+  return n;
 }
 
 Status AsyncLane::run_partition(LaneOp* op, uint32_t part) {
@@ -469,10 +501,104 @@ Status AsyncLane::run_partition(LaneOp* op, uint32_t part) {
   return st;
 }
 
-// Processes one log entry (every rank does, in log order).
-void AsyncLane::run_entry(const LaneEntry& e) {
+// The operations of fused_ in one pass (their signatures were checked
+// through the records: the digest only guards the arena).
+Status AsyncLane::run_fused_pass() {
+  std::vector<ArenaPiece>& pieces = fused_pieces_;
+  pieces.clear();
+  uint32_t digest = 0;
+  for (const auto& op : fused_) {
+    emit_(AsyncEvent::Type::kStart, op->spec.name, op->seq, 0, 1, op->spec.priority,
+          op->spec.count * dtype_size(op->spec.dtype), Status::ok());
+    pieces.push_back({op->spec.send, op->spec.recv, static_cast<size_t>(op->spec.count)});
+    OpSignature s;
+    s.kind = op->spec.kind;
+    s.count = op->spec.count;
+    s.dtype = static_cast<int32_t>(op->spec.dtype);
+    s.op = op->spec.op;
+    s.root = op->spec.root;
+    digest = digest * 0x01000193u ^ s.digest();
+  }
+  const LaneOp& head = *fused_.front();
+  OpArena arena(shm_, 1, engine_, Deadline::after_ms(opts_.timeout_ms), &next_buffer_,
+                opts_.single_copy);
+  Status st = arena_all_reduce_fused(arena, digest, pieces.data(), pieces.size(), head.spec.dtype,
+                                     static_cast<kf_op_t>(head.spec.op));
+  for (const auto& op : fused_) {
+    emit_(AsyncEvent::Type::kPartitionDone, op->spec.name, op->seq, 0, 1, op->spec.priority,
+          op->spec.count * dtype_size(op->spec.dtype), st);
+  }
+  if (st.is_ok()) {
+    fused_passes_.fetch_add(1, std::memory_order_relaxed);
+    fused_ops_.fetch_add(fused_.size(), std::memory_order_relaxed);
+  }
+  return st;
+}
+
+// Processes the fused pass whose first entry (at pos_) is `head`, onto
+// `done`; returns its number of entries (all appended with the first).
+uint64_t AsyncLane::run_fused(const LaneEntry& head, Done* done) {
+  const uint64_t n = head.reserved;
+  fused_.clear();
+  bool in_order = n >= 2 && n <= LaneLog::kMaxBatch;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    bool ingested = false;
+    for (uint64_t i = 0; in_order && i < n; ++i) {
+      LaneEntry e;
+      in_order = log_.entry(pos_ + i, &e) && e.verb == kFuse && e.reserved == n;
+      if (!in_order) break;
+      auto it = ops_.find({e.name_hash, e.seq});
+      if (it != ops_.end() && !it->second->ready && !ingested) {
+        // Every rank published its record before the batch was appended.
+        ingest_locked();
+        done->insert(done->end(), finished_.begin(), finished_.end());
+        finished_.clear();
+        ingested = true;
+      }
+      in_order = it != ops_.end() && it->second->ready && it->second->parts == 1 &&
+                 it->second->done_parts == 0;
+      if (in_order) fused_.push_back(it->second);
+    }
+    if (in_order) {
+      for (const auto& op : fused_) op->running = true;  // on_broken() leaves them to us
+    }
+  }
+  Status st = in_order ? run_fused_pass()
+                       : internal_error(
+                             "the asynchronous shared-memory lane lost its order "
+                             "(fused entry " +
+                             std::to_string(pos_) + ")");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& op : fused_) {
+      op->running = false;
+      if (!st.is_ok()) continue;
+      op->done_parts = 1;
+      end_locked(op.get(),
+                 broken_.is_ok() ? Status::ok()
+                                 : Status(broken_.code(), op->label() + ": " + broken_.message()),
+                 done);
+    }
+  }
+  fused_.clear();
+  if (!st.is_ok()) {
+    engine_->abort(st);
+    on_broken(st);
+  }
+  return in_order ? n : 1;
+}
+
+// Processes one log entry, or the batch of a fused pass it starts (every
+// rank does, in log order); returns the number of entries processed.
+uint64_t AsyncLane::run_entry(const LaneEntry& e) {
   Done& done = entry_done_;  // the driver's: its buffer is reused
   done.clear();
+  if (e.verb == kFuse) {
+    const uint64_t n = run_fused(e, &done);
+    complete(done);
+    return n;
+  }
   std::shared_ptr<LaneOp> op;
   bool in_order = false;
   {
@@ -529,6 +655,7 @@ void AsyncLane::run_entry(const LaneEntry& e) {
     }
   }
   complete(done);
+  return 1;
 }
 
 // One step of the driver: true if it did something. Without news (a peer's
@@ -557,9 +684,13 @@ bool AsyncLane::step() {
         ingest_locked();
         done.insert(done.end(), finished_.begin(), finished_.end());
         finished_.clear();
-        if (decide_locked(&e)) {
-          have = appended = log_.append(pos_, e);
-          if (!have) have = log_.entry(pos_, &e);  // another rank appended first
+        if (const size_t n = decide_locked()) {
+          have = appended = log_.append(pos_, batch_, n);
+          if (appended) {
+            e = batch_[0];
+          } else {
+            have = log_.entry(pos_, &e);  // another rank appended first
+          }
         }
       }
     }
@@ -578,8 +709,7 @@ bool AsyncLane::step() {
     return true;
   }
   if (appended) ring_peers();
-  run_entry(e);
-  ++pos_;
+  pos_ += run_entry(e);
   log_.processed(pos_);
   dirty_.store(true, std::memory_order_relaxed);
   return true;
@@ -723,6 +853,13 @@ void AsyncLane::thread_loop() {
 }
 
 // ---- failure and shutdown -------------------------------------------------
+
+LaneFusionStats AsyncLane::fusion_stats() const {
+  LaneFusionStats s;
+  s.passes = fused_passes_.load(std::memory_order_relaxed);
+  s.ops = fused_ops_.load(std::memory_order_relaxed);
+  return s;
+}
 
 void AsyncLane::on_broken(const Status& why) {
   Done done;

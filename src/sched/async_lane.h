@@ -24,6 +24,12 @@
 //     queued partitions of bulky ones at the next partition boundary, and
 //     the bytes in flight are one partition (the credit window). No
 //     deadlock: every entry names an operation every rank submitted.
+//     Fusion: when the most urgent ready operation is small (at most
+//     fuse_bytes), the appender packs it and the small ready operations
+//     after it in priority order (same dtype and op, while they fit
+//     fuse_pass_bytes) into one pass: one batch of entries, appended at
+//     once, that every rank runs as one fused one-shot all_reduce (one
+//     barrier for all of them). Each operation keeps its own buffers.
 //  4. Timeout: a driver whose operation passed its deadline unready appends
 //     a withdrawal; every rank that submitted it fails it with the timeout,
 //     naming the ranks that never did, and a rank that submits it later
@@ -65,6 +71,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "algo/shm_collectives.h"
 #include "base/deadline.h"
 #include "base/status.h"
 #include "sched/async_engine.h"
@@ -83,6 +90,11 @@ struct LaneOptions {
   size_t one_shot_bytes = 0;    // KF_SHM_ONE_SHOT_BYTES
   uint64_t wake_bytes = 16384;  // operations above this wake the lane thread
   int64_t cycle_us = 1000;      // else the lane thread drives after this
+  // Fusion (see 3.): operations of 1..fuse_bytes bytes share a pass of at
+  // most fuse_pass_bytes staging bytes (at most one staging buffer and
+  // the one-shot limit). 0: no fusion.
+  uint64_t fuse_bytes = 0;
+  uint64_t fuse_pass_bytes = 0;
 };
 
 class AsyncLane {
@@ -126,6 +138,9 @@ class AsyncLane {
   // For kf_request_test: one non-blocking step if no thread drives.
   void poll();
 
+  // What fusion did so far (for tests and benchmarks).
+  LaneFusionStats fusion_stats() const;
+
   // The communicator broke: every pending operation fails with `why`.
   void on_broken(const Status& why);
   // Operations still pending.
@@ -156,9 +171,12 @@ class AsyncLane {
   void match_record_locked(int local, const LaneRecord& r);
   void check_ready_locked(LaneOp* op);
   void erase_match_locked(MatchMap::iterator it);
-  void run_entry(const LaneEntry& e);
+  uint64_t run_entry(const LaneEntry& e);
+  uint64_t run_fused(const LaneEntry& head, Done* done);
   Status run_partition(LaneOp* op, uint32_t part);
-  bool decide_locked(LaneEntry* e);
+  Status run_fused_pass();
+  size_t decide_locked();
+  bool fusable(const LaneOp& op) const;
   void end_locked(LaneOp* op, const Status& st, Done* done);
   void complete(const Done& done);
   bool insert_locked(const std::shared_ptr<LaneOp>& op);
@@ -182,6 +200,12 @@ class AsyncLane {
   int next_buffer_ = 0;       // staging buffer alternation of area 1 (driver only)
   uint64_t pos_ = 0;          // log entries processed (driver only)
   unsigned quiet_steps_ = 0;  // driver only
+  // The entries a driver decided to append, and the operations of the
+  // fused pass it runs (driver only; reused, no allocation per pass).
+  LaneEntry batch_[LaneLog::kMaxBatch];
+  std::vector<std::shared_ptr<LaneOp>> fused_;
+  std::vector<ArenaPiece> fused_pieces_;
+  std::atomic<uint64_t> fused_passes_{0}, fused_ops_{0};
   // Set when something a driver must see changed here (an operation became
   // ready or ended off the driver, a record or reply waits).
   std::atomic<bool> dirty_{true};

@@ -13,6 +13,12 @@
 //   --fusion-off-last the last rank turns fusion off (KF_FUSION_THRESHOLD_BYTES
 //                     = 0): a small all_reduce must fail on every rank with
 //                     KF_ERR_INVALID_USAGE naming fusion, not hang.
+//   --lane-passes     (the shared-memory lane, KF_FUSION_CYCLE_US large) 24
+//                     small all_reduces in four groups of one dtype and op,
+//                     submitted in a per-rank order by every rank before any
+//                     waits, run as exactly four fused passes (the lane's
+//                     counters say so), in priority order; a partitioned one
+//                     after them is not fused; every element exact.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -372,6 +378,100 @@ int run_count_bundles(kf_comm_t comm, int rank, int n) {
   return fails;
 }
 
+// The lane's fusion (sched/async_lane.h): fused passes hold the ready small
+// operations in priority order, of one dtype and op, up to one bundle.
+int run_lane_passes(kf_comm_t comm, int rank, int n) {
+  struct Group {
+    kf_dtype_t dtype;
+    kf_op_t op;
+    size_t count;  // elements per operation
+    int ops;
+  };
+  // 8 x 1 KiB, 8 x 400 B, 4 x 16 KiB (exactly one 64 KiB bundle), 4 x 800 B.
+  const Group groups[] = {{KF_FLOAT32, KF_SUM, 256, 8},
+                          {KF_INT32, KF_MAX, 100, 8},
+                          {KF_FLOAT64, KF_SUM, 2048, 4},
+                          {KF_FLOAT64, KF_AVG, 100, 4}};
+  struct Case {
+    kf_dtype_t dtype;
+    kf_op_t op;
+    size_t count;
+    int32_t priority;
+    uint64_t partition_bytes;
+    std::vector<char> send, recv;
+    kf_request_t req = nullptr;
+  };
+  std::vector<Case> cases;
+  for (const Group& g : groups) {
+    for (int i = 0; i < g.ops; ++i) {
+      cases.push_back({g.dtype, g.op, g.count, static_cast<int32_t>(cases.size()), 0, {}, {}});
+    }
+  }
+  // Small too, but in two partitions: never fused.
+  cases.push_back({KF_FLOAT32, KF_SUM, 2048, static_cast<int32_t>(cases.size()), 4096, {}, {}});
+  // Averages of multiples of n, so that every average is exact.
+  auto value_of = [&](const Case& c, int r, size_t j, size_t i) {
+    return c.op == KF_AVG ? static_cast<int64_t>(n) * static_cast<int64_t>(r + j + i % 5)
+                          : value(r, j, i);
+  };
+  for (size_t j = 0; j < cases.size(); ++j) {
+    Case& c = cases[j];
+    c.send.resize(c.count * dsize(c.dtype));
+    for (size_t i = 0; i < c.count; ++i) put(c.dtype, c.send.data(), i, value_of(c, rank, j, i));
+    c.recv.assign(c.send.size(), 0x7f);
+  }
+  std::vector<size_t> order(cases.size());
+  for (size_t j = 0; j < order.size(); ++j) order[j] = j;
+  std::mt19937 rng(99u + static_cast<unsigned>(rank) * 13u);
+  std::shuffle(order.begin(), order.end(), rng);
+  const kf::LaneFusionStats before = comm->impl->async().lane_fusion_stats();
+  int fails = 0;
+  for (size_t j : order) {
+    Case& c = cases[j];
+    kf_op_options_t o = KF_OP_OPTIONS_INITIALIZER;
+    o.priority = c.priority;
+    o.partition_bytes = c.partition_bytes;
+    const std::string name = "lane." + std::to_string(j);
+    if (kf_iall_reduce(comm, name.c_str(), c.send.data(), c.recv.data(), c.count, c.dtype, c.op, &o,
+                       &c.req) != KF_SUCCESS) {
+      std::printf("FAIL rank %d: submit %s: %s\n", rank, name.c_str(), kf_comm_last_error(comm));
+      return 1;
+    }
+  }
+  // Every rank's records are in before any rank drives (the lane thread
+  // waits a cycle for small operations): the first pass sees them all.
+  if (kf_barrier(comm) != KF_SUCCESS) ++fails;
+  std::vector<kf_request_t> reqs;
+  for (const Case& c : cases) reqs.push_back(c.req);
+  if (kf_request_wait_all(reqs.size(), reqs.data()) != KF_SUCCESS) {
+    std::printf("FAIL rank %d: wait_all: %s\n", rank, kf_comm_last_error(comm));
+    ++fails;
+  }
+  const kf::LaneFusionStats after = comm->impl->async().lane_fusion_stats();
+  size_t wrong = 0;
+  for (size_t j = 0; j < cases.size(); ++j) {
+    const Case& c = cases[j];
+    for (size_t i = 0; i < c.count; ++i) {
+      int64_t want = value_of(c, 0, j, i);
+      for (int r = 1; r < n; ++r) {
+        const int64_t v = value_of(c, r, j, i);
+        want = c.op == KF_MAX ? std::max(want, v) : want + v;
+      }
+      if (c.op == KF_AVG) want /= n;
+      if (take(c.dtype, c.recv.data(), i) != want) ++wrong;
+    }
+    kf_request_free(c.req);
+  }
+  const uint64_t passes = after.passes - before.passes, fused = after.ops - before.ops;
+  if (wrong > 0 || passes != 4 || fused != 24) ++fails;
+  std::printf(
+      "%s rank %d: %zu all_reduces, %zu wrong elements; %llu fused passes of %llu "
+      "operations (want 4 of 24)\n",
+      fails == 0 ? "PASS" : "FAIL", rank, cases.size(), wrong,
+      static_cast<unsigned long long>(passes), static_cast<unsigned long long>(fused));
+  return fails;
+}
+
 int run_fusion_off_last(kf_comm_t comm, int rank) {
   int32_t in[10] = {1}, out[10] = {0};
   kf_request_t r = nullptr;
@@ -403,6 +503,7 @@ int main(int argc, char** argv) {
   int rank = 0, n = 1;
   kf_comm_t comm = kfmp::init_or_die("mp_async_fusion", &rank, &n);
   int fails = mode == "--count-bundles" ? run_count_bundles(comm, rank, n)
+              : mode == "--lane-passes" ? run_lane_passes(comm, rank, n)
               : mode == "--fusion-off-last"
                   ? run_fusion_off_last(comm, rank)
                   : run_mixed(comm, rank, n) + run_callbacks_only(comm, rank, n) +

@@ -91,5 +91,36 @@ TEST(LaneLog, LogAppendsOnceAndWaitsForTheSlowestRank) {
   EXPECT_TRUE(a.append(LaneLog::kEntries, e));
 }
 
+TEST(LaneLog, BatchAppearsWholeAndNeedsRoomForItsLastEntry) {
+  Regions regions(2);
+  LaneLog a(regions.ptrs, 0), b(regions.ptrs, 1);
+  LaneEntry batch[3];
+  for (uint32_t i = 0; i < 3; ++i) {
+    batch[i].name_hash = 100 + i;
+    batch[i].part = i;
+  }
+  EXPECT_FALSE(a.append(0, batch, 0));
+  EXPECT_FALSE(a.append(0, batch, LaneLog::kMaxBatch + 1));
+  ASSERT_TRUE(a.append(0, batch, 3));
+  EXPECT_FALSE(b.append(0, batch, 3));  // someone appended first
+  LaneEntry got;
+  for (uint64_t pos = 0; pos < 3; ++pos) {
+    ASSERT_TRUE(b.entry(pos, &got));
+    EXPECT_EQ(got.name_hash, 100 + pos);
+    EXPECT_EQ(got.part, pos);
+  }
+  EXPECT_FALSE(b.entry(3, &got));
+  // Fill the log up to two slots short of a lap: a batch of three does not
+  // fit until the slowest rank has processed one more entry.
+  LaneEntry e;
+  for (uint64_t pos = 3; pos < LaneLog::kEntries - 2; ++pos) ASSERT_TRUE(a.append(pos, e));
+  a.processed(LaneLog::kEntries - 2);
+  EXPECT_FALSE(a.append(LaneLog::kEntries - 2, batch, 3));
+  EXPECT_TRUE(a.append(LaneLog::kEntries - 2, batch, 2));
+  b.processed(1);
+  EXPECT_TRUE(a.append(LaneLog::kEntries, batch, 1));
+  EXPECT_FALSE(a.append(LaneLog::kEntries + 1, batch, 1));
+}
+
 }  // namespace
 }  // namespace kf

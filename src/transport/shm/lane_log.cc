@@ -97,25 +97,27 @@ bool LaneLog::entry(uint64_t pos, LaneEntry* out) const {
   return true;
 }
 
-bool LaneLog::append(uint64_t pos, const LaneEntry& e) {
+bool LaneLog::append(uint64_t pos, const LaneEntry* e, size_t n) {
+  if (n == 0 || n > kMaxBatch) return false;
   LogHeader* lg = log();
   if (lg->length.load(std::memory_order_acquire) != pos) return false;
   // The ranks' positions are read only when the last reading does not show
   // room (each rank writes its own at every entry): see publish().
-  if (pos - slowest_processed_ >= kEntries) {
+  const uint64_t last = pos + n - 1;
+  if (last - slowest_processed_ >= kEntries) {
     uint64_t slowest = pos;
     for (int j = 0; j < size(); ++j) {
       slowest = std::min(slowest, header(j)->processed.load(std::memory_order_acquire));
     }
     slowest_processed_ = slowest;
-    if (pos - slowest >= kEntries) return false;
+    if (last - slowest >= kEntries) return false;
   }
   uint32_t unlocked = 0;
   if (!lg->lock.compare_exchange_strong(unlocked, 1, std::memory_order_acquire)) return false;
   const bool ours = lg->length.load(std::memory_order_relaxed) == pos;
   if (ours) {
-    std::memcpy(&entries()[pos % kEntries], &e, sizeof(e));
-    lg->length.store(pos + 1, std::memory_order_release);
+    for (size_t i = 0; i < n; ++i) std::memcpy(&entries()[(pos + i) % kEntries], &e[i], sizeof(*e));
+    lg->length.store(pos + n, std::memory_order_release);
   }
   lg->lock.store(0, std::memory_order_release);
   return ours;

@@ -54,6 +54,7 @@ class LaneLog {
  public:
   static constexpr uint64_t kRecords = 1024;  // per rank's ring
   static constexpr uint64_t kEntries = 1024;  // in the log
+  static constexpr size_t kMaxBatch = 64;     // entries appended at once, at most
 
   // Bytes of one rank's region for `local_size` local ranks (a multiple of
   // 64). A region must be zeroed before first use.
@@ -80,7 +81,11 @@ class LaneLog {
   // and every rank has processed entry pos - kEntries. False otherwise
   // (someone appended first, a rank lags, or the lock is held): read the
   // log again. One thread at a time.
-  bool append(uint64_t pos, const LaneEntry& e);
+  bool append(uint64_t pos, const LaneEntry& e) { return append(pos, &e, 1); }
+  // Appends the `n` entries `e` (1 <= n <= kMaxBatch) as entries pos ..
+  // pos + n - 1, all at once: a reader that sees entry pos sees them all.
+  // The same conditions, for each of them.
+  bool append(uint64_t pos, const LaneEntry* e, size_t n);
   // This rank has processed entries [0, pos).
   void processed(uint64_t pos);
   // Whether anything is new for a reader at log position `pos`: an entry
