@@ -69,7 +69,10 @@
  * kf_iall_reduce runs through the shared-memory arena of the blocking
  * all_reduce (a staging area of its own), in an order the ranks agree on
  * through shared memory: partitions of operations that every rank submitted,
- * the most urgent first, one at a time (so fusion is not needed there).
+ * the most urgent first, one at a time. There fusion takes another form:
+ * the small ready operations (of one dtype and op, at most
+ * KF_FUSION_THRESHOLD_BYTES each, KF_FUSION_BUNDLE_BYTES in all) next in
+ * priority order run together as one pass with one barrier.
  * KF_ASYNC_ARENA=0 turns this off. Everything else moves over the peer
  * rings (shared memory or TCP). Small single-partition operations (up to
  * 64 KiB) start at submission; larger ones once every rank submitted them.

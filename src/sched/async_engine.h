@@ -69,7 +69,8 @@
 // The lane: on a communicator whose ranks all share one host, all_reduce
 // runs instead through the shared-memory arena of the blocking all_reduce
 // (its own staging area, so it never meets a blocking call), in an order the
-// ranks agree on through shared memory: see sched/async_lane.h. The other
+// ranks agree on through shared memory, with a fusion of its own (small
+// ready operations share one pass): see sched/async_lane.h. The other
 // operations run over the peer rings as above.
 //
 // Tuning and tracing (for src/sched online tuning and the timeline): the
