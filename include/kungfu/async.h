@@ -71,8 +71,9 @@
  * through shared memory: partitions of operations that every rank submitted,
  * the most urgent first, one at a time. There fusion takes another form:
  * the small ready operations (of one dtype and op, at most
- * KF_FUSION_THRESHOLD_BYTES each, KF_FUSION_BUNDLE_BYTES in all) next in
- * priority order run together as one pass with one barrier.
+ * KF_FUSION_THRESHOLD_BYTES each; in all at most KF_FUSION_BUNDLE_BYTES,
+ * KF_SHM_ONE_SHOT_BYTES and a staging buffer) next in priority order run
+ * together as one pass with one barrier.
  * KF_ASYNC_ARENA=0 turns this off. Everything else moves over the peer
  * rings (shared memory or TCP). Small single-partition operations (up to
  * 64 KiB) start at submission; larger ones once every rank submitted them.

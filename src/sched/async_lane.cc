@@ -543,22 +543,27 @@ uint64_t AsyncLane::run_fused(const LaneEntry& head, Done* done) {
   bool in_order = n >= 2 && n <= LaneLog::kMaxBatch;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    bool ingested = false;
     for (uint64_t i = 0; in_order && i < n; ++i) {
-      LaneEntry e;
-      in_order = log_.entry(pos_ + i, &e) && e.verb == kFuse && e.reserved == n;
-      if (!in_order) break;
+      in_order =
+          log_.entry(pos_ + i, &batch_[i]) && batch_[i].verb == kFuse && batch_[i].reserved == n;
+    }
+    auto ready = [this](const LaneEntry& e) -> const std::shared_ptr<LaneOp>* {
       auto it = ops_.find({e.name_hash, e.seq});
-      if (it != ops_.end() && !it->second->ready && !ingested) {
-        // Every rank published its record before the batch was appended.
-        ingest_locked();
-        done->insert(done->end(), finished_.begin(), finished_.end());
-        finished_.clear();
-        ingested = true;
-      }
-      in_order = it != ops_.end() && it->second->ready && it->second->parts == 1 &&
-                 it->second->done_parts == 0;
-      if (in_order) fused_.push_back(it->second);
+      return it != ops_.end() && it->second->ready ? &it->second : nullptr;
+    };
+    for (uint64_t i = 0; in_order && i < n; ++i) {
+      if (ready(batch_[i])) continue;
+      // Every rank published its record before the batch was appended: what
+      // is not read yet is in the rings now.
+      ingest_locked();
+      done->insert(done->end(), finished_.begin(), finished_.end());
+      finished_.clear();
+      break;
+    }
+    for (uint64_t i = 0; in_order && i < n; ++i) {
+      const std::shared_ptr<LaneOp>* op = ready(batch_[i]);
+      in_order = op && (*op)->parts == 1 && (*op)->done_parts == 0;
+      if (in_order) fused_.push_back(*op);
     }
     if (in_order) {
       for (const auto& op : fused_) op->running = true;  // on_broken() leaves them to us

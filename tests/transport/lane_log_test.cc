@@ -120,6 +120,19 @@ TEST(LaneLog, BatchAppearsWholeAndNeedsRoomForItsLastEntry) {
   b.processed(1);
   EXPECT_TRUE(a.append(LaneLog::kEntries, batch, 1));
   EXPECT_FALSE(a.append(LaneLog::kEntries + 1, batch, 1));
+  // A batch across the end of the slots: its entries come back in order.
+  a.processed(LaneLog::kEntries + 1);
+  b.processed(LaneLog::kEntries + 1);
+  for (uint64_t pos = LaneLog::kEntries + 1; pos < 2 * LaneLog::kEntries - 1; ++pos) {
+    ASSERT_TRUE(a.append(pos, e));
+  }
+  a.processed(2 * LaneLog::kEntries - 1);
+  b.processed(2 * LaneLog::kEntries - 1);
+  ASSERT_TRUE(b.append(2 * LaneLog::kEntries - 1, batch, 3));
+  for (uint64_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(a.entry(2 * LaneLog::kEntries - 1 + i, &got));
+    EXPECT_EQ(got.name_hash, 100 + i);
+  }
 }
 
 }  // namespace
