@@ -215,8 +215,8 @@ Fuser::Stats AsyncEngine::fusion_stats() const {
   return fuser_ ? fuser_->stats() : Fuser::Stats{};
 }
 
-LaneFusionStats AsyncEngine::lane_fusion_stats() const {
-  return lane_ ? lane_->fusion_stats() : LaneFusionStats{};
+LaneStats AsyncEngine::lane_stats() const {
+  return lane_ ? lane_->stats() : LaneStats{};
 }
 
 void AsyncEngine::set_partition_bytes(uint64_t bytes) {

@@ -111,11 +111,12 @@ class ShmTransport;
 struct PartitionPlan;
 using OpKey = std::pair<uint64_t, uint64_t>;  // (name hash, seq)
 
-// What the shared-memory lane's fusion did so far: passes that ran more than
-// one operation, and the operations they ran.
-struct LaneFusionStats {
-  uint64_t passes = 0;
-  uint64_t ops = 0;
+// Counters of the shared-memory lane (sched/async_lane.h), for tests and
+// benchmarks.
+struct LaneStats {
+  uint64_t fused_passes = 0;  // passes that ran more than one operation
+  uint64_t fused_ops = 0;     // the operations they ran
+  uint64_t unmatched = 0;     // operations with records read but not all (now)
 };
 
 // Ready-queue order: priority, then local submission order. The queue holds
@@ -278,8 +279,8 @@ class AsyncEngine {
   // Operation fusion, for tests and benchmarks: what the fuser packed so far
   // (zeros when fusion is off).
   Fuser::Stats fusion_stats() const;
-  // The lane's fusion (zeros without a lane).
-  LaneFusionStats lane_fusion_stats() const;
+  // The lane's counters (zeros without a lane).
+  LaneStats lane_stats() const;
 
   // Online tuning. Partition size applies to operations submitted after the
   // call; every rank must make the same change at the same point of its

@@ -101,6 +101,9 @@ void AsyncEngine::finalize(AsyncOp* o) {
     o->req->op_ = nullptr;
     remembered_.erase({o->name_hash, o->seq});
   }
+  // A peer may have run it on the lane (a kind mismatch): its record must
+  // not wait there for ours forever.
+  if (!st.is_ok() && lane_) lane_->forget(o->name_hash, o->seq);
   emit(AsyncEvent::Type::kFinish, *o, 0, o->total_bytes, st);
   run_completion_callback(o->spec, st);
   o->req->finish(st);

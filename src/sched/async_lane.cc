@@ -42,6 +42,9 @@ constexpr auto kGrace = std::chrono::microseconds(200);
 constexpr int kWaiterCycles = 8;
 // At most this many nodes of finished entries are kept for reuse, per table.
 constexpr size_t kNodePool = 64;
+// The latest operations that failed before all their records were read
+// whose late records are dropped (see forget_locked()).
+constexpr size_t kForgotten = 1024;
 
 }  // namespace
 
@@ -142,6 +145,7 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint6
                                  "all_reduce, flat)");
       for (int src : foreign) replies_.push_back({src, op});
       foreign_failed_[op->key()] = op;
+      forget_locked(op->key());
       done.push_back(op);
     } else if (closed_ || !broken_.is_ok()) {
       op->result = closed_ ? aborted_error("the communicator is being destroyed: cannot run '" +
@@ -150,7 +154,7 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint6
       done.push_back(op);
     } else if (withdrawn_.erase(op->key()) > 0) {
       op->result = timeout_error(timed_out_text(op->label(), opts_.timeout_ms, gave_up_text()));
-      done.push_back(op);
+      done.push_back(op);  // (forgotten when the withdrawal was read)
     } else if (!insert_locked(op)) {
       // Two names with one 64-bit hash, at the same sequence number.
       op->result = internal_error(op->label() +
@@ -224,6 +228,11 @@ void AsyncLane::ring_peers() {
   }
 }
 
+void AsyncLane::forget(uint64_t name_hash, uint64_t seq) {
+  std::lock_guard<std::mutex> lock(mu_);
+  forget_locked({name_hash, seq});
+}
+
 bool AsyncLane::on_foreign_signature(int src, uint64_t name_hash, uint64_t seq) {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -244,6 +253,7 @@ bool AsyncLane::on_foreign_signature(int src, uint64_t name_hash, uint64_t seq) 
     // frame published no record; it then completes as it is.)
     // On a transport thread: a driver completes it (callbacks run there).
     if (!op->ready) {
+      forget_locked(op->key());
       end_locked(op.get(),
                  invalid_usage(op->label() + ": ranks called it with different arguments: rank " +
                                std::to_string(src) +
@@ -269,6 +279,7 @@ void AsyncLane::ingest_locked() {
 
 void AsyncLane::match_record_locked(int local, const LaneRecord& r) {
   const OpKey key{r.name_hash, r.seq};
+  if (!forgotten_.empty() && forgotten_.count(key) > 0) return;  // it failed here already
   auto it = matches_.find(key);
   if (it == matches_.end()) {
     if (match_nodes_.empty()) {
@@ -363,6 +374,22 @@ void AsyncLane::erase_match_locked(MatchMap::iterator it) {
   std::fill(m.have.begin(), m.have.end(), 0);
   m.count = 0;
   match_nodes_.push_back(std::move(node));
+}
+
+// `key` failed here before every rank's record was read (a withdrawal, or a
+// peer that ran it on the message path): its records read so far are
+// dropped, and so are those read later, so that they leave no match behind.
+// (Such an operation never runs: a rank that submits it later fails it at
+// once, and a rank that ran it elsewhere publishes no record.)
+void AsyncLane::forget_locked(const OpKey& key) {
+  auto m = matches_.find(key);
+  if (m != matches_.end()) erase_match_locked(m);
+  if (!forgotten_.insert(key).second) return;
+  forgotten_order_.push_back(key);
+  if (forgotten_order_.size() > kForgotten) {
+    forgotten_.erase(forgotten_order_.front());
+    forgotten_order_.pop_front();
+  }
 }
 
 // Ranks (local indices, which are the ranks: every rank is local) whose
@@ -623,8 +650,7 @@ uint64_t AsyncLane::run_entry(const LaneEntry& e) {
       } else {
         withdrawn_.insert({e.name_hash, e.seq});
       }
-      auto m = matches_.find({e.name_hash, e.seq});
-      if (m != matches_.end()) erase_match_locked(m);
+      forget_locked({e.name_hash, e.seq});
     } else {
       // Every rank published its record before any rank could append this
       // entry: what is not read yet is in the rings now.
@@ -859,10 +885,12 @@ void AsyncLane::thread_loop() {
 
 // ---- failure and shutdown -------------------------------------------------
 
-LaneFusionStats AsyncLane::fusion_stats() const {
-  LaneFusionStats s;
-  s.passes = fused_passes_.load(std::memory_order_relaxed);
-  s.ops = fused_ops_.load(std::memory_order_relaxed);
+LaneStats AsyncLane::stats() const {
+  LaneStats s;
+  s.fused_passes = fused_passes_.load(std::memory_order_relaxed);
+  s.fused_ops = fused_ops_.load(std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(mu_);
+  s.unmatched = matches_.size();
   return s;
 }
 

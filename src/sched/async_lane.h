@@ -53,6 +53,9 @@
 //     another kind (or strategy) runs it on the message path and sends a
 //     signature frame; the lane fails its operation and answers with its
 //     own signature frame, so the peer fails too (both say what differs).
+//  An operation that fails before every rank's record is read (4., 6.) is
+//  forgotten: its records, read then or later, are dropped rather than left
+//  waiting for a record that never comes (for the latest 1024 such).
 // A failure inside a partition (a peer lost, a barrier timeout) leaves the
 // ranks' barriers out of step: the communicator breaks, as it does for the
 // blocking arena. On one host the lane replaces fusion for all_reduce.
@@ -61,6 +64,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -69,6 +73,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "algo/shm_collectives.h"
@@ -125,6 +130,10 @@ class AsyncLane {
   void submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint64_t partition_bytes,
               const std::vector<int>& foreign, const std::shared_ptr<AsyncRequest>& req);
 
+  // (name_hash, seq) failed on the message path here: the records peers
+  // publish for it (they ran it on the lane: a mismatch) are dropped.
+  void forget(uint64_t name_hash, uint64_t seq);
+
   // A peer's signature frame for (name_hash, seq) arrived: if that is a lane
   // operation here, it fails (the peer submitted another kind). Returns
   // whether it was one.
@@ -138,8 +147,8 @@ class AsyncLane {
   // For kf_request_test: one non-blocking step if no thread drives.
   void poll();
 
-  // What fusion did so far (for tests and benchmarks).
-  LaneFusionStats fusion_stats() const;
+  // Its counters (for tests and benchmarks).
+  LaneStats stats() const;
 
   // The communicator broke: every pending operation fails with `why`.
   void on_broken(const Status& why);
@@ -171,6 +180,7 @@ class AsyncLane {
   void match_record_locked(int local, const LaneRecord& r);
   void check_ready_locked(LaneOp* op);
   void erase_match_locked(MatchMap::iterator it);
+  void forget_locked(const OpKey& key);
   uint64_t run_entry(const LaneEntry& e);
   uint64_t run_fused(const LaneEntry& head, Done* done);
   Status run_partition(LaneOp* op, uint32_t part);
@@ -220,6 +230,10 @@ class AsyncLane {
   std::vector<MatchMap::node_type> match_nodes_;
   std::set<std::pair<std::pair<int32_t, uint64_t>, LaneOp*>> ready_;  // (priority, order)
   std::set<OpKey> withdrawn_;            // withdrawn before this rank submitted them
+  // Operations that failed here before every rank's record was read (see
+  // forget_locked()): their records are dropped. The latest kForgotten.
+  std::unordered_set<OpKey, KeyHash> forgotten_;
+  std::deque<OpKey> forgotten_order_;
   std::vector<LaneRecord> unpublished_;  // this rank's ring was full
   std::vector<Pending> replies_;         // sent by the next driver step
   // Failed because peers ran them on the message path; later frames from

@@ -426,7 +426,7 @@ int run_lane_passes(kf_comm_t comm, int rank, int n) {
   for (size_t j = 0; j < order.size(); ++j) order[j] = j;
   std::mt19937 rng(99u + static_cast<unsigned>(rank) * 13u);
   std::shuffle(order.begin(), order.end(), rng);
-  const kf::LaneFusionStats before = comm->impl->async().lane_fusion_stats();
+  const kf::LaneStats before = comm->impl->async().lane_stats();
   int fails = 0;
   // Callbacks run on the driver, one at a time: a plain counter will do.
   static int completions;
@@ -457,7 +457,7 @@ int run_lane_passes(kf_comm_t comm, int rank, int n) {
     std::printf("FAIL rank %d: wait_all: %s\n", rank, kf_comm_last_error(comm));
     ++fails;
   }
-  const kf::LaneFusionStats after = comm->impl->async().lane_fusion_stats();
+  const kf::LaneStats after = comm->impl->async().lane_stats();
   size_t wrong = 0, out_of_order = 0;
   for (size_t j = 0; j < cases.size(); ++j) {
     const Case& c = cases[j];
@@ -473,7 +473,8 @@ int run_lane_passes(kf_comm_t comm, int rank, int n) {
     }
     kf_request_free(c.req);
   }
-  const uint64_t passes = after.passes - before.passes, fused = after.ops - before.ops;
+  const uint64_t passes = after.fused_passes - before.fused_passes,
+                 fused = after.fused_ops - before.fused_ops;
   if (wrong > 0 || out_of_order > 0 || passes != 4 || fused != 24) ++fails;
   std::printf(
       "%s rank %d: %zu all_reduces, %zu wrong elements, %zu out of priority order; %llu fused "
