@@ -165,6 +165,7 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint6
       LaneRecord rec = record_of(*op);
       if (bytes > 0 && bytes <= LaneRecord::kPayloadBytes) {
         std::memcpy(rec.payload, op->spec.send, bytes);  // a tiny operation travels in its record
+        rec.payload_bytes = static_cast<uint32_t>(bytes);
       }
       if (!unpublished_.empty() || !log_.publish(rec)) {
         unpublished_.push_back(rec);  // the ring is full: a driver publishes it later

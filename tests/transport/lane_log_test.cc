@@ -34,6 +34,7 @@ LaneRecord record(uint64_t seq) {
   r.seq = seq;
   r.count = seq + 1;
   std::memcpy(r.payload, &seq, sizeof(seq));
+  r.payload_bytes = sizeof(seq);
   return r;
 }
 

@@ -27,7 +27,10 @@ struct alignas(64) LaneLog::LogHeader {
 
 namespace {
 constexpr size_t kCursorBytes = 64;
-}
+// A record's first cache line: everything but the payload.
+constexpr size_t kHeaderBytes = offsetof(LaneRecord, payload);
+static_assert(kHeaderBytes == 64, "the payload starts the second cache line");
+}  // namespace
 
 static_assert(sizeof(std::atomic<uint64_t>) == 8 && std::atomic<uint64_t>::is_always_lock_free,
               "shared cursors must be lock free");
@@ -77,7 +80,12 @@ bool LaneLog::publish(const LaneRecord& r) {
     slowest_read_ = slowest;
     if (n - slowest >= kRecords) return false;
   }
-  std::memcpy(&records(me_)[n % kRecords], &r, sizeof(r));
+  // The payload line only if in use: each line written here is one a
+  // reader's cache must fetch from ours.
+  std::memcpy(static_cast<void*>(&records(me_)[n % kRecords]), &r, kHeaderBytes);
+  if (r.payload_bytes > 0) {
+    std::memcpy(records(me_)[n % kRecords].payload, r.payload, LaneRecord::kPayloadBytes);
+  }
   h->published.store(n + 1, std::memory_order_release);
   return true;
 }
@@ -85,7 +93,9 @@ bool LaneLog::publish(const LaneRecord& r) {
 bool LaneLog::take(int local, LaneRecord* out) {
   uint64_t& next = next_take_[static_cast<size_t>(local)];
   if (header(local)->published.load(std::memory_order_acquire) <= next) return false;
-  std::memcpy(out, &records(local)[next % kRecords], sizeof(*out));
+  const LaneRecord& slot = records(local)[next % kRecords];
+  std::memcpy(static_cast<void*>(out), &slot, kHeaderBytes);
+  if (out->payload_bytes > 0) std::memcpy(out->payload, slot.payload, LaneRecord::kPayloadBytes);
   ++next;
   read_of(me_, local)->store(next, std::memory_order_release);
   return true;

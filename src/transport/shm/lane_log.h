@@ -22,7 +22,8 @@
 namespace kf {
 
 // An operation as one rank submitted it (128 bytes), with room for the
-// data of a tiny operation.
+// data of a tiny operation. The second cache line (the payload) travels only
+// when payload_bytes > 0: a reader must not look at it otherwise.
 struct LaneRecord {
   static constexpr size_t kPayloadBytes = 64;
   uint64_t name_hash = 0;
@@ -35,7 +36,8 @@ struct LaneRecord {
   int32_t root = -1;
   int32_t strategy = -1;
   int32_t priority = 0;
-  uint32_t reserved[2] = {0, 0};
+  uint32_t payload_bytes = 0;  // of payload in use, at most kPayloadBytes
+  uint32_t reserved = 0;
   unsigned char payload[kPayloadBytes] = {};
 };
 static_assert(sizeof(LaneRecord) == 128, "two cache lines");
