@@ -23,7 +23,8 @@ namespace {
 
 // A log entry's verb. kFuse: one of the `reserved` entries of a fused pass
 // (appended together, the first at the position a driver reads next).
-enum Verb : uint32_t { kRun = 1, kWithdraw = 2, kFuse = 3 };
+// kTiny: complete a tiny operation from its records (see in_time_locked()).
+enum Verb : uint32_t { kRun = 1, kWithdraw = 2, kFuse = 3, kTiny = 4 };
 
 // How long a driver polls before it sleeps on its doorbell, and how long the
 // lane thread keeps its cycle after the last operation before it sleeps
@@ -45,6 +46,11 @@ constexpr size_t kNodePool = 64;
 // The latest operations that failed before all their records were read
 // whose late records are dropped (see forget_locked()).
 constexpr size_t kForgotten = 1024;
+// A tiny operation whose records are all in completes on the spot only this
+// long before its deadline: more than a tick of the coarse clock the stamps
+// and the check use (1-10 ms), so that a withdrawal, which comes after the
+// deadline, is never appended for it (see in_time_locked()).
+constexpr int64_t kTinyMarginMs = 50;
 
 }  // namespace
 
@@ -61,6 +67,7 @@ struct LaneOp {
   int64_t deadline_ns = INT64_MAX;  // steady clock; INT64_MAX: none
   std::shared_ptr<AsyncRequest> req;
   bool ready = false;    // every rank submitted it alike
+  bool tiny_late = false;  // tiny, ready too close to its deadline: via the log (kTiny)
   bool running = false;  // a partition is in the arena (the driver ends it)
   bool warned = false;   // stall warning logged
   Status result;
@@ -109,6 +116,7 @@ LaneRecord AsyncLane::record_of(const LaneOp& op) const {
   r.root = op.spec.root;
   r.strategy = op.spec.strategy;
   r.priority = op.spec.priority;
+  r.submit_ms = static_cast<uint32_t>(op.submit_ns / 1000000);
   return r;
 }
 
@@ -346,22 +354,84 @@ void AsyncLane::check_ready_locked(LaneOp* op) {
     return;
   }
   const uint64_t bytes = op->spec.count * dtype_size(op->spec.dtype);
-  if (bytes > 0 && bytes <= LaneRecord::kPayloadBytes) {
-    const kf_op_t rop = static_cast<kf_op_t>(op->spec.op);
-    const size_t count = static_cast<size_t>(op->spec.count);
-    reduce_to(op->spec.dtype, rop, op->spec.recv, m.rec[0].payload, m.rec[1].payload, count);
-    for (int j = 2; j < n_; ++j) {
-      reduce_into(op->spec.dtype, rop, op->spec.recv, m.rec[static_cast<size_t>(j)].payload, count);
-    }
-    if (rop == KF_AVG) finish_average(op->spec.dtype, op->spec.recv, count, n_);
-    erase_match_locked(mit);
-    end_locked(op, Status::ok(), &finished_);  // completes it
+  const bool tiny = bytes > 0 && bytes <= LaneRecord::kPayloadBytes;
+  if (tiny && in_time_locked(m)) {
+    reduce_tiny_locked(op, mit, &finished_);  // completes it
     return;
   }
-  erase_match_locked(mit);
+  // A tiny operation too close to its deadline keeps its records for the
+  // log's verdict (kTiny, or a withdrawal appended first).
+  if (tiny) {
+    op->tiny_late = true;
+  } else {
+    erase_match_locked(mit);
+  }
   op->ready = true;
   --unready_;
   ready_.insert({{op->spec.priority, op->order}, op});
+}
+
+// Whether a tiny operation whose records are all in (`m`) may complete here
+// and now, without the log: if it is more than kTinyMarginMs before its
+// deadline, counted from the earliest submission among the records (the
+// same figure on every rank). A rank withdraws an operation only after its
+// own deadline, which is no earlier, and reads the rings once more before it
+// does: every record was published by then, so it finds the operation
+// ready and withdraws nothing. Past that point ranks ask the log (kTiny): a
+// withdrawal or the completion, whichever comes first, holds for every
+// rank.
+bool AsyncLane::in_time_locked(const Match& m) const {
+  if (opts_.timeout_ms < 0) return true;
+  // Stamps in ms of a 32-bit clock: differences, wrap-safe over 24 days.
+  const uint32_t mine = m.rec[static_cast<size_t>(me_)].submit_ms;
+  int64_t earliest = 0;
+  for (const LaneRecord& r : m.rec) {
+    earliest = std::min<int64_t>(earliest, static_cast<int32_t>(r.submit_ms - mine));
+  }
+  const int64_t now = static_cast<int32_t>(static_cast<uint32_t>(now_coarse_ns() / 1000000) - mine);
+  return now < earliest + opts_.timeout_ms - kTinyMarginMs;
+}
+
+// Completes tiny `op` from its records (`mit`, all in): every rank reduces
+// the same records in rank order, so every rank gets the same bits.
+void AsyncLane::reduce_tiny_locked(LaneOp* op, MatchMap::iterator mit, Done* done) {
+  const Match& m = mit->second;
+  const kf_op_t rop = static_cast<kf_op_t>(op->spec.op);
+  const size_t count = static_cast<size_t>(op->spec.count);
+  reduce_to(op->spec.dtype, rop, op->spec.recv, m.rec[0].payload, m.rec[1].payload, count);
+  for (int j = 2; j < n_; ++j) {
+    reduce_into(op->spec.dtype, rop, op->spec.recv, m.rec[static_cast<size_t>(j)].payload, count);
+  }
+  if (rop == KF_AVG) finish_average(op->spec.dtype, op->spec.recv, count, n_);
+  erase_match_locked(mit);
+  end_locked(op, Status::ok(), done);
+}
+
+// The log's verdict on a tiny operation (kTiny): complete it from its
+// records, unless it ended here already (completed in time, or withdrawn by
+// an earlier entry).
+void AsyncLane::run_tiny(const LaneEntry& e, Done* done) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const OpKey key{e.name_hash, e.seq};
+  if (ops_.find(key) == ops_.end()) return;
+  auto mit = matches_.find(key);
+  if (mit == matches_.end() || mit->second.count < n_) {
+    // Every rank published its record before the entry was appended.
+    ingest_locked();
+    done->insert(done->end(), finished_.begin(), finished_.end());
+    finished_.clear();
+    mit = matches_.find(key);
+  }
+  auto it = ops_.find(key);
+  if (it == ops_.end()) return;  // (a signature mismatch the records just showed)
+  if (mit == matches_.end() || mit->second.count < n_) {
+    end_locked(it->second.get(),
+               internal_error(it->second->label() + ": the lane lost the records of a tiny "
+                                                    "operation"),
+               done);
+    return;
+  }
+  reduce_tiny_locked(it->second.get(), mit, done);
 }
 
 // Keeps the node of a finished match, with its record storage, for the next.
@@ -439,7 +509,7 @@ void AsyncLane::complete(const Done& done) {
 // Whether `op` may share a fused pass: one partition of 1..fuse_bytes bytes.
 bool AsyncLane::fusable(const LaneOp& op) const {
   const uint64_t bytes = op.spec.count * dtype_size(op.spec.dtype);
-  return op.parts == 1 && bytes > 0 && bytes <= opts_.fuse_bytes &&
+  return op.parts == 1 && bytes > LaneRecord::kPayloadBytes && bytes <= opts_.fuse_bytes &&
          arena_fused_footprint(bytes) <= opts_.fuse_pass_bytes;
 }
 
@@ -460,9 +530,19 @@ size_t AsyncLane::decide_locked() {
     ++seen;
     if (now < 0) now = now_ns();
     if (now >= op->deadline_ns) {
+      // The rings once more, read after the clock: a record published before
+      // another rank completed a tiny operation in time is read now (see
+      // in_time_locked()). That may end or ready operations: the scan ends.
+      const OpKey key = op->key();
+      ingest_locked();
+      auto again = ops_.find(key);
+      if (again == ops_.end() || again->second->ready) {
+        dirty_.store(true, std::memory_order_relaxed);  // the next step decides anew
+        return 0;
+      }
       batch_[0] = LaneEntry{};
-      batch_[0].name_hash = op->name_hash;
-      batch_[0].seq = op->seq;
+      batch_[0].name_hash = key.first;
+      batch_[0].seq = key.second;
       batch_[0].verb = kWithdraw;
       return 1;
     }
@@ -496,7 +576,7 @@ size_t AsyncLane::decide_locked() {
       batch_[n++] = entry(op, kFuse);
     }
   }
-  batch_[0] = entry(head, n > 1 ? kFuse : kRun);
+  batch_[0] = entry(head, n > 1 ? kFuse : head.tiny_late ? kTiny : kRun);
   if (n > 1) {
     for (size_t i = 0; i < n; ++i) batch_[i].reserved = n;
   }
@@ -631,6 +711,11 @@ uint64_t AsyncLane::run_entry(const LaneEntry& e) {
     const uint64_t n = run_fused(e, &done);
     complete(done);
     return n;
+  }
+  if (e.verb == kTiny) {
+    run_tiny(e, &done);
+    complete(done);
+    return 1;
   }
   std::shared_ptr<LaneOp> op;
   bool in_order = false;

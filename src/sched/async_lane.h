@@ -36,13 +36,15 @@
 //     fails it at once. Entries are read before records, so a withdrawal
 //     already in the log ends a tiny operation before its last record can
 //     complete it. A stall warning is logged after KF_STALL_WARN_MS.
-//     Known gap: a rank that reads the last record of a tiny operation
-//     before it reads a withdrawal appended at the same moment (or before
-//     it reaches that entry) completes the operation with the full result,
-//     while the withdrawing rank reports the timeout: at a timeout the
-//     ranks may disagree on a tiny operation's status (never on its data).
-//     Ordering tiny completions through the log would close it, at the
-//     price of a log entry per tiny operation.
+//     Tiny operations and timeouts: every rank must agree whether one
+//     completed or timed out. Records carry their submission stamp; a rank
+//     completes a tiny operation from its records on the spot only while it
+//     is more than kTinyMarginMs (50 ms) before the deadline counted from
+//     the earliest stamp (every rank computes the same), and a withdrawer
+//     reads the rings once more after its own (no earlier) deadline passed,
+//     so it finds such an operation ready and withdraws nothing. Closer to
+//     the deadline ranks append a kTiny entry instead: the first of it and
+//     a withdrawal in the log is every rank's verdict.
 //  5. Driving: one thread of a rank at a time: a thread in
 //     kf_request_wait (help()), so a small operation completes on the
 //     waiting thread with no hand-off, else the lane thread, woken for an
@@ -179,6 +181,9 @@ class AsyncLane {
   void ingest_locked();
   void match_record_locked(int local, const LaneRecord& r);
   void check_ready_locked(LaneOp* op);
+  bool in_time_locked(const Match& m) const;
+  void reduce_tiny_locked(LaneOp* op, MatchMap::iterator mit, Done* done);
+  void run_tiny(const LaneEntry& e, Done* done);
   void erase_match_locked(MatchMap::iterator it);
   void forget_locked(const OpKey& key);
   uint64_t run_entry(const LaneEntry& e);

@@ -17,7 +17,13 @@
 //     every kf_request_wait* returns KF_ERR_INVALID_USAGE at once (the
 //     lane's driver runs callbacks, so such a wait could wait for itself),
 //     for a complete one its status; the request then completes as usual.
-// Run with KF_TIMEOUT_MS=3000 (the timeouts of 5.).
+//  7. Tiny operations around their deadline: the last rank submits eight,
+//     one at a time (waiting for each), from 300 ms before the others'
+//     deadline to 100 ms after it, having read the others' records already.
+//     Every rank must report the same status for each (success well
+//     before, the timeout well after; either near it), and a success the
+//     exact sum.
+// Run with KF_TIMEOUT_MS=3000 (the timeouts of 5. and 7.).
 #include <kungfu/async.h>
 #include <kungfu/kungfu.h>
 
@@ -317,6 +323,51 @@ void in_callback(kf_comm_t comm, int rank, int n) {
   kf_request_free(t);
 }
 
+void edges(kf_comm_t comm, int rank, int n) {
+  const int64_t offsets_ms[] = {-300, -80, -30, -10, 0, 10, 30, 100};
+  constexpr int k = 8;
+  const bool last = rank == n - 1;
+  std::vector<int32_t> in(k), out(k, 0);
+  for (int j = 0; j < k; ++j) in[j] = rank + 1 + j;
+  std::vector<kf_request_t> reqs(k, nullptr);
+  auto submit = [&](int j) {
+    const std::string name = "edge." + std::to_string(j);
+    kf_iall_reduce(comm, name.c_str(), &in[j], &out[j], 1, KF_INT32, KF_SUM, nullptr, &reqs[j]);
+  };
+  kf_barrier(comm);
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!last) {
+    for (int j = 0; j < k; ++j) submit(j);
+    kf_request_wait_all(k, reqs.data());
+  } else {
+    for (int j = 0; j < k; ++j) {
+      std::this_thread::sleep_until(t0 + std::chrono::milliseconds(3000 + offsets_ms[j]));
+      submit(j);
+      kf_request_wait(reqs[j]);  // (drives: the others' records of the next are read)
+    }
+  }
+  // Every rank's status of each, compared by a blocking MIN and MAX.
+  std::vector<int32_t> lo(k), hi(k);
+  bool exact = true;
+  for (int j = 0; j < k; ++j) {
+    lo[j] = hi[j] = static_cast<int32_t>(kf_request_test(reqs[j]));
+    if (lo[j] == KF_SUCCESS && out[j] != n * (n + 1) / 2 + n * j) exact = false;
+    kf_request_free(reqs[j]);
+  }
+  kf_all_reduce(comm, lo.data(), lo.data(), k, KF_INT32, KF_MIN);
+  kf_all_reduce(comm, hi.data(), hi.data(), k, KF_INT32, KF_MAX);
+  bool agree = true;
+  std::string seen;
+  for (int j = 0; j < k; ++j) {
+    agree = agree && lo[j] == hi[j];
+    seen += " " + std::to_string(offsets_ms[j]) + "ms:" +
+            (lo[j] == hi[j] ? kf_status_string(static_cast<kf_status_t>(lo[j])) : "DISAGREE");
+  }
+  const bool ends = lo[0] == KF_SUCCESS && hi[k - 1] == KF_ERR_TIMEOUT && lo[k - 1] == hi[k - 1];
+  report(agree && ends && exact,
+         std::string("tiny operations around their deadline:") + seen + (exact ? "" : ", WRONG"));
+}
+
 }  // namespace
 
 int main() {
@@ -328,6 +379,7 @@ int main() {
   test_only(comm, g_rank, n);
   late(comm, g_rank, n);
   in_callback(comm, g_rank, n);
+  edges(comm, g_rank, n);
   kf_comm_destroy(comm);
   return g_fails == 0 ? 0 : 1;
 }

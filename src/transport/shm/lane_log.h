@@ -37,7 +37,7 @@ struct LaneRecord {
   int32_t strategy = -1;
   int32_t priority = 0;
   uint32_t payload_bytes = 0;  // of payload in use, at most kPayloadBytes
-  uint32_t reserved = 0;
+  uint32_t submit_ms = 0;      // the submission's monotonic clock in ms (wraps)
   unsigned char payload[kPayloadBytes] = {};
 };
 static_assert(sizeof(LaneRecord) == 128, "two cache lines");
