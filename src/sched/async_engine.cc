@@ -14,7 +14,9 @@
 #include "sched/any_completion.h"
 #include "sched/async_lane.h"
 #include "sched/async_state.h"
+#include "sched/async_texts.h"
 #include "sched/op_kind.h"
+#include "transport/bundle.h"
 #include "transport/frame.h"
 
 namespace kf {
@@ -27,6 +29,10 @@ uint64_t knob_bytes(Knob k, uint64_t fallback) {
 
 // The wire sequence of the signature frame: the partition field all ones.
 constexpr uint64_t kSigPartition = AsyncEngine::kPartitionMask;
+// The engine's control steps share the range with the transport's bundles.
+static_assert(AsyncEngine::kSigStep >= kControlStepFirst && AsyncEngine::kSigStep != kBundleStep &&
+                  AsyncEngine::kStartStep != kBundleStep && AsyncEngine::kGaveUpStep != kBundleStep,
+              "control steps must differ");
 // Whether this thread is inside an operation completed at its submission
 // (on one rank, or a fused one whose peers' data was all in at its
 // submission): a completion callback that submits again goes to the
@@ -341,6 +347,7 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
   //    operation at once (eager), and what the credit allows.
   std::vector<AsyncPartition*> starts;
   uint32_t prefix = 0;
+  bool gave_up = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     o->ready = true;
@@ -358,10 +365,16 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
         if (i < o->plan.count) force_locked(o, i);
       }
       for (int src : rem->second.submitted_by) saw_signature_locked(o, src);
+      gave_up = rem->second.gave_up;
       remembered_.erase(rem);
     }
-    if (!o->fused && o->queued == 1 && o->plan.count == 1 && o->total_bytes <= kEagerBytes &&
-        eager_running_ < kMaxEager) {
+    if (gave_up) {
+      // A peer timed it out already: it can never complete.
+      o->set_error(timeout_error(timed_out_text(o->label(), timeout_ms_, gave_up_text())));
+      drop_queued_locked(o);
+    }
+    if (!gave_up && !o->fused && o->queued == 1 && o->plan.count == 1 &&
+        o->total_bytes <= kEagerBytes && eager_running_ < kMaxEager) {
       AsyncPartition* p = &o->parts[0];
       p->state = AsyncPartition::State::kRunnable;
       p->eager = true;
@@ -653,6 +666,26 @@ void AsyncEngine::on_control_frame(int src, uint64_t name_hash, uint64_t wire_se
   const uint32_t part = static_cast<uint32_t>(wire_seq & kPartitionMask);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = pending_.find({name_hash, seq});
+  if (step == kGaveUpStep && it != pending_.end() && it->second->ready) {
+    // In progress here: it cannot complete any more.
+    AsyncOp* o = it->second.get();
+    o->set_error(timeout_error(
+        timed_out_text(o->label(), timeout_ms_,
+                       "rank " + std::to_string(src) + " gave up on it while this rank ran it")));
+    if (o->fused) {
+      fused_ready_locked(o, false);  // (if it still waits for data)
+      return;
+    }
+    const uint32_t before = o->unfinished;
+    drop_queued_locked(o);
+    if (before != 0 && o->unfinished == 0) {  // (on a transport thread: finalize elsewhere)
+      o->finalize_task.op = o;
+      o->finalize_task.index = kFinalizeTask;
+      o->finalize_task.state = AsyncPartition::State::kRunnable;
+      dispatch_locked(&o->finalize_task);
+    }
+    return;
+  }
   if (it != pending_.end() && it->second->ready) {
     AsyncOp* o = it->second.get();
     if (step == kSigStep) {
@@ -692,9 +725,18 @@ void AsyncEngine::on_control_frame(int src, uint64_t name_hash, uint64_t wire_se
   if (step == kSigStep) {
     r.submitted_by.insert(src);
     if (chunk > r.prefix) r.prefix = chunk;
+  } else if (step == kGaveUpStep) {
+    r.gave_up = true;
   } else {
     r.parts.insert(part);
   }
+}
+
+// Tells `ranks` (whose signature frames never came) that `o` timed out here.
+void AsyncEngine::send_gave_up(const AsyncOp* o, const std::vector<int>& ranks) {
+  OpPeers peers(engine_, o->spec.name, o->name_hash, (o->seq << kPartitionBits) | kSigPartition, 0,
+                Deadline::after_ms(timeout_ms_));
+  for (int r : ranks) peers.isend(r, Tag{0, kGaveUpStep}, nullptr, 0);
 }
 
 void AsyncEngine::on_broken(const Status& why) {

@@ -136,6 +136,7 @@ struct Remembered {
   uint32_t prefix = 0;          // partitions [0, prefix) started by some peer
   std::set<uint32_t> parts;     // further started partitions
   std::set<int> submitted_by;   // ranks whose signature frame arrived
+  bool gave_up = false;         // a peer timed it out before this rank submitted it
   int64_t first_ns = 0;
   bool warned = false;
 };
@@ -298,6 +299,8 @@ class AsyncEngine {
   // Frames of step kSigStep / kStartStep seen by the mailbox (any thread).
   void on_control_frame(int src, uint64_t name_hash, uint64_t wire_seq, uint32_t step,
                         uint32_t chunk);
+  // Which of them the mailbox need not keep (they carry no data).
+  static bool consumes(uint32_t step) { return step == kStartStep || step == kGaveUpStep; }
 
   // The communicator broke (peer lost): every pending operation fails with
   // `why` (queued partitions are dropped; running ones fail on their own).
@@ -308,6 +311,11 @@ class AsyncEngine {
 
   static constexpr uint32_t kSigStep = 0xfffffff0u;
   static constexpr uint32_t kStartStep = 0xfffffff1u;
+  // Sent, with no payload, by a rank whose operation timed out to the ranks
+  // whose signature frames never came: they fail it at once when they
+  // submit it later (instead of completing it alone, a fused operation
+  // whose peers' data is all in), or when it is still in progress there.
+  static constexpr uint32_t kGaveUpStep = 0xfffffff3u;  // (0xfffffff2: kBundleStep)
   static constexpr int kPartitionBits = 24;
   static constexpr uint64_t kPartitionMask = (uint64_t(1) << kPartitionBits) - 1;
   // At most this many partitions weigh on an admission (see Scheduling), so
@@ -371,7 +379,9 @@ class AsyncEngine {
   bool fusible(const AsyncOpSpec& spec, const PartitionPlan& plan, uint64_t bytes) const;
   void inspector_loop();
   void start_inspector_locked();
-  std::string missing_ranks(AsyncOp* op) const;
+  // Ranks whose signature frames have not come, as text (and into `ranks`).
+  std::string missing_ranks(AsyncOp* op, std::vector<int>* ranks = nullptr) const;
+  void send_gave_up(const AsyncOp* o, const std::vector<int>& ranks);
   void emit(AsyncEvent::Type type, const AsyncOp& op, uint32_t partition, uint64_t bytes,
             const Status& st);
   Status wait_transfer(const TransferHandle& t, const Deadline& d);
@@ -420,6 +430,9 @@ class AsyncEngine {
   std::thread inspector_;
   bool inspector_started_ = false;
   bool inspector_sleeping_ = false;  // asleep without end: a submission wakes it
+  // When its timed sleep ends (steady ns; guarded by mu_): a new operation
+  // whose first deadline or warning comes earlier wakes it.
+  int64_t inspector_wake_ns_ = INT64_MAX;
   static constexpr int kInspectorLingerMs = 10;
   // Threads in help() driving transfers (written under mu_, read by the
   // fuser's timer without it).

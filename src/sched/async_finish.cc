@@ -40,12 +40,13 @@ Status AsyncEngine::check_signatures(AsyncOp* o) {
   return o->error;
 }
 
-std::string AsyncEngine::missing_ranks(AsyncOp* o) const {
+std::string AsyncEngine::missing_ranks(AsyncOp* o, std::vector<int>* ranks) const {
   std::string out;
   for (int r = 0; r < size_; ++r) {
     const TransferHandle& t = o->sig_recv[static_cast<size_t>(r)];
     if (r == rank_ || !t || t->done()) continue;
     out += (out.empty() ? "" : ", ") + std::to_string(r);
+    if (ranks != nullptr) ranks->push_back(r);
   }
   return out;
 }
@@ -55,17 +56,19 @@ std::string AsyncEngine::missing_ranks(AsyncOp* o) const {
 void AsyncEngine::finalize(AsyncOp* o) {
   Status st = o->first_error();
   const bool peer_failure = st.code() == KF_ERR_REMOTE || st.code() == KF_ERR_ABORTED;
+  std::vector<int> silent;  // ranks whose signature frames never came
   if (size_ > 1 && !peer_failure) {
     for (int r = 0; r < size_; ++r) {
       const TransferHandle& t = o->sig_recv[static_cast<size_t>(r)];
       if (t) wait_transfer(t, o->deadline);
     }
-    std::string missing = missing_ranks(o);
+    std::string missing = missing_ranks(o, &silent);
     Status sig = check_signatures(o);
     if (!missing.empty()) {
       Status health = engine_->health();
       if (!health.is_ok()) {
         st = Status(health.code(), o->label() + ": " + health.message());
+        silent.clear();
       } else {
         st = timeout_error(timed_out_text(o->label(), timeout_ms_, never_submitted_text(missing)));
       }
@@ -104,6 +107,8 @@ void AsyncEngine::finalize(AsyncOp* o) {
   // A peer may have run it on the lane (a kind mismatch): its record must
   // not wait there for ours forever.
   if (!st.is_ok() && lane_) lane_->forget(o->name_hash, o->seq);
+  // The ranks that never submitted it must not complete it alone later.
+  if (!silent.empty() && st.code() == KF_ERR_TIMEOUT) send_gave_up(o, silent);
   emit(AsyncEvent::Type::kFinish, *o, 0, o->total_bytes, st);
   run_completion_callback(o->spec, st);
   o->req->finish(st);
@@ -128,7 +133,16 @@ void AsyncEngine::drain(int64_t ms) {
 void AsyncEngine::start_inspector_locked() {
   if (stop_) return;
   if (inspector_started_) {
-    if (inspector_sleeping_) inspect_cv_.notify_one();
+    // Asleep without end, or until after the first deadline or warning an
+    // operation submitted now can have (a stall warning of an older
+    // operation may be due after a shorter timeout of this one).
+    const int64_t first_ms =
+        stall_warn_ms_ >= 0 && (timeout_ms_ < 0 || stall_warn_ms_ < timeout_ms_) ? stall_warn_ms_
+                                                                                 : timeout_ms_;
+    if (inspector_sleeping_ || (first_ms >= 0 && inspector_wake_ns_ != INT64_MAX &&
+                                inspector_wake_ns_ > now_ns() + first_ms * 1000000)) {
+      inspect_cv_.notify_one();
+    }
     return;
   }
   inspector_started_ = true;
@@ -255,7 +269,9 @@ void AsyncEngine::inspector_loop() {
     } else if (next == INT64_MAX) {
       inspect_cv_.wait_for(lock, std::chrono::milliseconds(kInspectorLingerMs));
     } else {
+      inspector_wake_ns_ = next + 1000000;
       inspect_cv_.wait_for(lock, std::chrono::nanoseconds(next - now + 1000000));
+      inspector_wake_ns_ = INT64_MAX;
     }
   }
 }

@@ -70,7 +70,7 @@ Communicator::Communicator(int rank, int size, const CommOptions& opts)
         }
       }
     }
-    return h.step == AsyncEngine::kStartStep;
+    return AsyncEngine::consumes(h.step);
   });
   AsyncEngine* async = async_.get();
   step_tuner_.reset(new StepTuner(
