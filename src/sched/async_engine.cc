@@ -369,9 +369,15 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
       remembered_.erase(rem);
     }
     if (gave_up) {
-      // A peer timed it out already: it can never complete.
+      // A peer timed it out already: it can never complete. Nothing is sent
+      // (no peer may complete it with this rank's data) and nothing runs.
+      o->gave_up = true;
       o->set_error(timeout_error(timed_out_text(o->label(), timeout_ms_, gave_up_text())));
       drop_queued_locked(o);
+      if (o->fused) {
+        o->parts[0].state = AsyncPartition::State::kDone;
+        --o->unfinished;
+      }
     }
     if (!gave_up && !o->fused && o->queued == 1 && o->plan.count == 1 &&
         o->total_bytes <= kEagerBytes && eager_running_ < kMaxEager) {
@@ -397,7 +403,7 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
   }
 
   // 4. Tell every peer: the signature, and the partitions started so far.
-  if (size_ > 1) {
+  if (size_ > 1 && !gave_up) {
     o->sig_out.resize(kSigRecordBytes);
     encode_sig(o->sig, o->sig_out.data());
     o->ctl_send.reset(new OpPeers(engine_, o->spec.name, o->name_hash, sig_wire, prefix, o->deadline));
@@ -411,7 +417,7 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
   // last), and on one rank a small operation (a copy), complete here, on the
   // submitting thread: a hand-off to another thread would cost more (two
   // wake-ups) than the work.
-  const bool fused_here = o->fused && start_fused(o, op, !t_completing_inline);
+  const bool fused_here = o->fused && !gave_up && start_fused(o, op, !t_completing_inline);
   announce(starts, o, prefix);
   const bool alone = size_ == 1 && !t_completing_inline && starts.size() == 1 &&
                      starts.front()->op == o && starts.front()->eager;
@@ -732,11 +738,15 @@ void AsyncEngine::on_control_frame(int src, uint64_t name_hash, uint64_t wire_se
   }
 }
 
-// Tells `ranks` (whose signature frames never came) that `o` timed out here.
-void AsyncEngine::send_gave_up(const AsyncOp* o, const std::vector<int>& ranks) {
+// Tells every peer that `o` timed out here: the silent ones must not
+// complete it alone when they submit it later, nor the others with the
+// silent ones' data.
+void AsyncEngine::send_gave_up(const AsyncOp* o) {
   OpPeers peers(engine_, o->spec.name, o->name_hash, (o->seq << kPartitionBits) | kSigPartition, 0,
                 Deadline::after_ms(timeout_ms_));
-  for (int r : ranks) peers.isend(r, Tag{0, kGaveUpStep}, nullptr, 0);
+  for (int r = 0; r < size_; ++r) {
+    if (r != rank_) peers.isend(r, Tag{0, kGaveUpStep}, nullptr, 0);
+  }
 }
 
 void AsyncEngine::on_broken(const Status& why) {

@@ -311,10 +311,11 @@ class AsyncEngine {
 
   static constexpr uint32_t kSigStep = 0xfffffff0u;
   static constexpr uint32_t kStartStep = 0xfffffff1u;
-  // Sent, with no payload, by a rank whose operation timed out to the ranks
-  // whose signature frames never came: they fail it at once when they
-  // submit it later (instead of completing it alone, a fused operation
-  // whose peers' data is all in), or when it is still in progress there.
+  // Sent, with no payload, by a rank whose operation timed out waiting for
+  // some ranks' signature frames, to every peer: they fail it at once when
+  // they submit it later (instead of completing it alone, a fused operation
+  // whose peers' data is all in; they then send nothing), or when it is
+  // still in progress there.
   static constexpr uint32_t kGaveUpStep = 0xfffffff3u;  // (0xfffffff2: kBundleStep)
   static constexpr int kPartitionBits = 24;
   static constexpr uint64_t kPartitionMask = (uint64_t(1) << kPartitionBits) - 1;
@@ -381,7 +382,7 @@ class AsyncEngine {
   void start_inspector_locked();
   // Ranks whose signature frames have not come, as text (and into `ranks`).
   std::string missing_ranks(AsyncOp* op, std::vector<int>* ranks = nullptr) const;
-  void send_gave_up(const AsyncOp* o, const std::vector<int>& ranks);
+  void send_gave_up(const AsyncOp* o);
   void emit(AsyncEvent::Type type, const AsyncOp& op, uint32_t partition, uint64_t bytes,
             const Status& st);
   Status wait_transfer(const TransferHandle& t, const Deadline& d);
@@ -430,9 +431,6 @@ class AsyncEngine {
   std::thread inspector_;
   bool inspector_started_ = false;
   bool inspector_sleeping_ = false;  // asleep without end: a submission wakes it
-  // When its timed sleep ends (steady ns; guarded by mu_): a new operation
-  // whose first deadline or warning comes earlier wakes it.
-  int64_t inspector_wake_ns_ = INT64_MAX;
   static constexpr int kInspectorLingerMs = 10;
   // Threads in help() driving transfers (written under mu_, read by the
   // fuser's timer without it).

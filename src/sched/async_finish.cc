@@ -57,7 +57,8 @@ void AsyncEngine::finalize(AsyncOp* o) {
   Status st = o->first_error();
   const bool peer_failure = st.code() == KF_ERR_REMOTE || st.code() == KF_ERR_ABORTED;
   std::vector<int> silent;  // ranks whose signature frames never came
-  if (size_ > 1 && !peer_failure) {
+  // (One a peer gave up on before it was submitted here waits for nothing.)
+  if (size_ > 1 && !peer_failure && !o->gave_up) {
     for (int r = 0; r < size_; ++r) {
       const TransferHandle& t = o->sig_recv[static_cast<size_t>(r)];
       if (t) wait_transfer(t, o->deadline);
@@ -108,7 +109,7 @@ void AsyncEngine::finalize(AsyncOp* o) {
   // not wait there for ours forever.
   if (!st.is_ok() && lane_) lane_->forget(o->name_hash, o->seq);
   // The ranks that never submitted it must not complete it alone later.
-  if (!silent.empty() && st.code() == KF_ERR_TIMEOUT) send_gave_up(o, silent);
+  if (!silent.empty() && st.code() == KF_ERR_TIMEOUT) send_gave_up(o);
   emit(AsyncEvent::Type::kFinish, *o, 0, o->total_bytes, st);
   run_completion_callback(o->spec, st);
   o->req->finish(st);
@@ -133,16 +134,7 @@ void AsyncEngine::drain(int64_t ms) {
 void AsyncEngine::start_inspector_locked() {
   if (stop_) return;
   if (inspector_started_) {
-    // Asleep without end, or until after the first deadline or warning an
-    // operation submitted now can have (a stall warning of an older
-    // operation may be due after a shorter timeout of this one).
-    const int64_t first_ms =
-        stall_warn_ms_ >= 0 && (timeout_ms_ < 0 || stall_warn_ms_ < timeout_ms_) ? stall_warn_ms_
-                                                                                 : timeout_ms_;
-    if (inspector_sleeping_ || (first_ms >= 0 && inspector_wake_ns_ != INT64_MAX &&
-                                inspector_wake_ns_ > now_ns() + first_ms * 1000000)) {
-      inspect_cv_.notify_one();
-    }
+    if (inspector_sleeping_) inspect_cv_.notify_one();
     return;
   }
   inspector_started_ = true;
@@ -269,9 +261,16 @@ void AsyncEngine::inspector_loop() {
     } else if (next == INT64_MAX) {
       inspect_cv_.wait_for(lock, std::chrono::milliseconds(kInspectorLingerMs));
     } else {
-      inspector_wake_ns_ = next + 1000000;
-      inspect_cv_.wait_for(lock, std::chrono::nanoseconds(next - now + 1000000));
-      inspector_wake_ns_ = INT64_MAX;
+      // At most until the first deadline or warning an operation submitted
+      // from now on can have, so that no submission needs to wake it (the
+      // next event seen may be an older operation's warning, due after the
+      // timeout of a new one).
+      const int64_t first_ms =
+          stall_warn_ms_ >= 0 && (timeout_ms_ < 0 || stall_warn_ms_ < timeout_ms_) ? stall_warn_ms_
+                                                                                   : timeout_ms_;
+      int64_t sleep_ns = next - now + 1000000;
+      if (first_ms >= 0) sleep_ns = std::min<int64_t>(sleep_ns, (first_ms + 1) * 1000000);
+      inspect_cv_.wait_for(lock, std::chrono::nanoseconds(sleep_ns));
     }
   }
 }

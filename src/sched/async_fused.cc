@@ -54,14 +54,7 @@ bool AsyncEngine::start_fused(AsyncOp* o, const std::shared_ptr<AsyncOp>& keep, 
   }
   o->fused_state = AsyncOp::FusedState::kWaiting;
   fused_waiting_ops_.fetch_add(1);
-  if (data_in || failed) {
-    fused_ready_locked(o, data_in && !failed);
-  } else {
-    // The inspector enforces its deadline from now on: it may have looked
-    // since the operation became ready, before it waited, and found nothing
-    // to time.
-    start_inspector_locked();
-  }
+  if (data_in || failed) fused_ready_locked(o, data_in && !failed);
   return false;
 }
 

@@ -116,7 +116,12 @@ LaneRecord AsyncLane::record_of(const LaneOp& op) const {
   r.root = op.spec.root;
   r.strategy = op.spec.strategy;
   r.priority = op.spec.priority;
-  r.submit_ms = static_cast<uint32_t>(op.submit_ns / 1000000);
+  // (A deadline beyond 2^30 ms, 12 days, is as good as none: the stamps'
+  // differences must fit 31 bits.)
+  if (op.deadline_ns != INT64_MAX && opts_.timeout_ms < (int64_t{1} << 30)) {
+    r.flags |= LaneRecord::kHasDeadline;
+    r.deadline_ms = static_cast<uint32_t>(op.deadline_ns / 1000000);
+  }
   return r;
 }
 
@@ -173,13 +178,16 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint6
       LaneRecord rec = record_of(*op);
       if (bytes > 0 && bytes <= LaneRecord::kPayloadBytes) {
         std::memcpy(rec.payload, op->spec.send, bytes);  // a tiny operation travels in its record
-        rec.payload_bytes = static_cast<uint32_t>(bytes);
+        rec.payload_bytes = static_cast<uint16_t>(bytes);
       }
-      if (!unpublished_.empty() || !log_.publish(rec)) {
+      // Counted in its match only once published: what this rank sees
+      // complete, every peer can.
+      if (unpublished_.empty() && log_.publish(rec)) {
+        match_record_locked(me_, rec);
+      } else {
         unpublished_.push_back(rec);  // the ring is full: a driver publishes it later
         flush_unpublished_locked();
       }
-      match_record_locked(me_, rec);
       if (!finished_.empty()) done.swap(finished_);  // a tiny operation, all records in
       if (bytes > opts_.wake_bytes) urgent_ = true;
       // Wake the lane thread only out of a wait that this changes (no
@@ -224,10 +232,15 @@ bool AsyncLane::insert_locked(const std::shared_ptr<LaneOp>& op) {
   return inserted;
 }
 
+// Publishes what the ring has room for, in order, each then counted in its
+// match.
 void AsyncLane::flush_unpublished_locked() {
   if (unpublished_.empty()) return;
   size_t i = 0;
-  while (i < unpublished_.size() && log_.publish(unpublished_[i])) ++i;
+  while (i < unpublished_.size() && log_.publish(unpublished_[i])) {
+    match_record_locked(me_, unpublished_[i]);
+    ++i;
+  }
   unpublished_.erase(unpublished_.begin(), unpublished_.begin() + static_cast<ptrdiff_t>(i));
 }
 
@@ -372,24 +385,24 @@ void AsyncLane::check_ready_locked(LaneOp* op) {
 }
 
 // Whether a tiny operation whose records are all in (`m`) may complete here
-// and now, without the log: if it is more than kTinyMarginMs before its
-// deadline, counted from the earliest submission among the records (the
-// same figure on every rank). A rank withdraws an operation only after its
-// own deadline, which is no earlier, and reads the rings once more before it
-// does: every record was published by then, so it finds the operation
-// ready and withdraws nothing. Past that point ranks ask the log (kTiny): a
-// withdrawal or the completion, whichever comes first, holds for every
-// rank.
+// and now, without the log: if it is more than kTinyMarginMs before the
+// earliest of the deadlines in the records (the same figure on every rank,
+// whatever each rank's KF_TIMEOUT_MS). A rank withdraws an operation only
+// after its own deadline, which is no earlier, and reads the rings once
+// more before it does: every record was published by then, so it finds the
+// operation ready and withdraws nothing. Past that point ranks ask the log
+// (kTiny): a withdrawal or the completion, whichever comes first, holds for
+// every rank.
 bool AsyncLane::in_time_locked(const Match& m) const {
-  if (opts_.timeout_ms < 0) return true;
-  // Stamps in ms of a 32-bit clock: differences, wrap-safe over 24 days.
-  const uint32_t mine = m.rec[static_cast<size_t>(me_)].submit_ms;
-  int64_t earliest = 0;
+  const uint32_t now = static_cast<uint32_t>(now_coarse_ns() / 1000000);
+  int64_t left = INT64_MAX;  // ms to the earliest deadline
   for (const LaneRecord& r : m.rec) {
-    earliest = std::min<int64_t>(earliest, static_cast<int32_t>(r.submit_ms - mine));
+    // Stamps of a 32-bit ms clock: differences, wrap-safe over 24 days.
+    if (r.flags & LaneRecord::kHasDeadline) {
+      left = std::min<int64_t>(left, static_cast<int32_t>(r.deadline_ms - now));
+    }
   }
-  const int64_t now = static_cast<int32_t>(static_cast<uint32_t>(now_coarse_ns() / 1000000) - mine);
-  return now < earliest + opts_.timeout_ms - kTinyMarginMs;
+  return left > kTinyMarginMs;
 }
 
 // Completes tiny `op` from its records (`mit`, all in): every rank reduces

@@ -37,14 +37,16 @@
 //     already in the log ends a tiny operation before its last record can
 //     complete it. A stall warning is logged after KF_STALL_WARN_MS.
 //     Tiny operations and timeouts: every rank must agree whether one
-//     completed or timed out. Records carry their submission stamp; a rank
-//     completes a tiny operation from its records on the spot only while it
-//     is more than kTinyMarginMs (50 ms) before the deadline counted from
-//     the earliest stamp (every rank computes the same), and a withdrawer
-//     reads the rings once more after its own (no earlier) deadline passed,
-//     so it finds such an operation ready and withdraws nothing. Closer to
-//     the deadline ranks append a kTiny entry instead: the first of it and
-//     a withdrawal in the log is every rank's verdict.
+//     completed or timed out. Records carry their submitter's deadline; a
+//     rank completes a tiny operation from its records on the spot only
+//     while it is more than kTinyMarginMs (50 ms) before the earliest of
+//     them (every rank computes the same), and a withdrawer reads the rings
+//     once more after its own (no earlier) deadline passed, so it finds
+//     such an operation ready and withdraws nothing. Closer to the deadline
+//     ranks append a kTiny entry instead: the first of it and a withdrawal
+//     in the log is every rank's verdict. (A rank counts its own record in
+//     a match only once it is published: what it sees complete, every peer
+//     can.)
 //  5. Driving: one thread of a rank at a time: a thread in
 //     kf_request_wait (help()), so a small operation completes on the
 //     waiting thread with no hand-off, else the lane thread, woken for an

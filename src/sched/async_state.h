@@ -91,6 +91,7 @@ struct AsyncOp {
   // Completed by the submitting thread: its frames leave with the next
   // flush (a wait or test, the fuser's cycle), not one bundle per operation.
   bool fused_at_submission = false;
+  bool gave_up = false;  // a peer had timed it out before this rank submitted it
   uint32_t helpers = 0;  // threads in help() driving its receives; engine mutex
 
   std::atomic<bool> failed{false};

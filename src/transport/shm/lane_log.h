@@ -36,8 +36,10 @@ struct LaneRecord {
   int32_t root = -1;
   int32_t strategy = -1;
   int32_t priority = 0;
-  uint32_t payload_bytes = 0;  // of payload in use, at most kPayloadBytes
-  uint32_t submit_ms = 0;      // the submission's monotonic clock in ms (wraps)
+  static constexpr uint16_t kHasDeadline = 1;  // flags: deadline_ms is set
+  uint16_t payload_bytes = 0;                  // of payload in use, at most kPayloadBytes
+  uint16_t flags = 0;
+  uint32_t deadline_ms = 0;  // the submitter's deadline, monotonic clock in ms (wraps)
   unsigned char payload[kPayloadBytes] = {};
 };
 static_assert(sizeof(LaneRecord) == 128, "two cache lines");
