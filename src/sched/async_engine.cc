@@ -369,15 +369,13 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
       remembered_.erase(rem);
     }
     if (gave_up) {
-      // A peer timed it out already: it can never complete. Nothing is sent
-      // (no peer may complete it with this rank's data) and nothing runs.
+      // A peer timed it out already: it can never complete. (A fused one
+      // still posts its receives, which take in the data the peers sent,
+      // and sends its own: the peers still running it fail it by the same
+      // peer's frame.)
       o->gave_up = true;
       o->set_error(timeout_error(timed_out_text(o->label(), timeout_ms_, gave_up_text())));
       drop_queued_locked(o);
-      if (o->fused) {
-        o->parts[0].state = AsyncPartition::State::kDone;
-        --o->unfinished;
-      }
     }
     if (!gave_up && !o->fused && o->queued == 1 && o->plan.count == 1 &&
         o->total_bytes <= kEagerBytes && eager_running_ < kMaxEager) {
@@ -403,7 +401,7 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
   }
 
   // 4. Tell every peer: the signature, and the partitions started so far.
-  if (size_ > 1 && !gave_up) {
+  if (size_ > 1) {
     o->sig_out.resize(kSigRecordBytes);
     encode_sig(o->sig, o->sig_out.data());
     o->ctl_send.reset(new OpPeers(engine_, o->spec.name, o->name_hash, sig_wire, prefix, o->deadline));
@@ -417,7 +415,7 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
   // last), and on one rank a small operation (a copy), complete here, on the
   // submitting thread: a hand-off to another thread would cost more (two
   // wake-ups) than the work.
-  const bool fused_here = o->fused && !gave_up && start_fused(o, op, !t_completing_inline);
+  const bool fused_here = o->fused && start_fused(o, op, !t_completing_inline);
   announce(starts, o, prefix);
   const bool alone = size_ == 1 && !t_completing_inline && starts.size() == 1 &&
                      starts.front()->op == o && starts.front()->eager;

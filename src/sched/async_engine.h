@@ -314,8 +314,7 @@ class AsyncEngine {
   // Sent, with no payload, by a rank whose operation timed out waiting for
   // some ranks' signature frames, to every peer: they fail it at once when
   // they submit it later (instead of completing it alone, a fused operation
-  // whose peers' data is all in; they then send nothing), or when it is
-  // still in progress there.
+  // whose peers' data is all in), or when it is still in progress there.
   static constexpr uint32_t kGaveUpStep = 0xfffffff3u;  // (0xfffffff2: kBundleStep)
   static constexpr int kPartitionBits = 24;
   static constexpr uint64_t kPartitionMask = (uint64_t(1) << kPartitionBits) - 1;

@@ -269,7 +269,9 @@ void AsyncEngine::inspector_loop() {
           stall_warn_ms_ >= 0 && (timeout_ms_ < 0 || stall_warn_ms_ < timeout_ms_) ? stall_warn_ms_
                                                                                    : timeout_ms_;
       int64_t sleep_ns = next - now + 1000000;
-      if (first_ms >= 0) sleep_ns = std::min<int64_t>(sleep_ns, (first_ms + 1) * 1000000);
+      // (At least 10 ms: KF_STALL_WARN_MS=0 must not make it poll.)
+      if (first_ms >= 0)
+        sleep_ns = std::min<int64_t>(sleep_ns, (std::max<int64_t>(first_ms, 10) + 1) * 1000000);
       inspect_cv_.wait_for(lock, std::chrono::nanoseconds(sleep_ns));
     }
   }

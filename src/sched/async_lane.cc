@@ -468,6 +468,12 @@ void AsyncLane::erase_match_locked(MatchMap::iterator it) {
 void AsyncLane::forget_locked(const OpKey& key) {
   auto m = matches_.find(key);
   if (m != matches_.end()) erase_match_locked(m);
+  // Nor is this rank's own record published any more, if it still waits.
+  unpublished_.erase(std::remove_if(unpublished_.begin(), unpublished_.end(),
+                                    [&](const LaneRecord& r) {
+                                      return r.name_hash == key.first && r.seq == key.second;
+                                    }),
+                     unpublished_.end());
   if (!forgotten_.insert(key).second) return;
   forgotten_order_.push_back(key);
   if (forgotten_order_.size() > kForgotten) {
@@ -482,8 +488,8 @@ std::string AsyncLane::missing_locked(uint64_t name_hash, uint64_t seq) const {
   auto it = matches_.find({name_hash, seq});
   std::string out;
   for (int j = 0; j < n_; ++j) {
-    if (it != matches_.end() && it->second.have[static_cast<size_t>(j)]) continue;
-    if (it == matches_.end() && j == me_) continue;
+    // (This rank submitted it: its record may still wait to be published.)
+    if (j == me_ || (it != matches_.end() && it->second.have[static_cast<size_t>(j)])) continue;
     out += (out.empty() ? "" : ", ") + std::to_string(j);
   }
   return out;
@@ -999,6 +1005,7 @@ void AsyncLane::on_broken(const Status& why) {
     std::lock_guard<std::mutex> lock(mu_);
     if (broken_.is_ok()) broken_ = why.is_ok() ? internal_error("lane broken") : why;
     ended_.store(true);
+    unpublished_.clear();  // nothing is published any more
     std::vector<LaneOp*> ending;
     for (auto& kv : ops_) {
       if (!kv.second->running) ending.push_back(kv.second.get());  // a driver ends a running one
