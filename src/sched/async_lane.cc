@@ -157,7 +157,7 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint6
                                  " submitted another kind of operation or strategy (this rank: "
                                  "all_reduce, flat)");
       for (int src : foreign) replies_.push_back({src, op});
-      foreign_failed_[op->key()] = op;
+      foreign_failed_locked(op);
       forget_locked(op->key());
       done.push_back(op);
     } else if (closed_ || !broken_.is_ok()) {
@@ -270,7 +270,7 @@ bool AsyncLane::on_foreign_signature(int src, uint64_t name_hash, uint64_t seq) 
     }
     std::shared_ptr<LaneOp> op = it->second;
     replies_.push_back({src, op});
-    foreign_failed_[op->key()] = op;
+    foreign_failed_locked(op);
     // (A ready operation cannot meet this: a rank that sent a signature
     // frame published no record; it then completes as it is.)
     // On a transport thread: a driver completes it (callbacks run there).
@@ -479,6 +479,16 @@ void AsyncLane::forget_locked(const OpKey& key) {
   if (forgotten_order_.size() > kForgotten) {
     forgotten_.erase(forgotten_order_.front());
     forgotten_order_.pop_front();
+  }
+}
+
+// Keeps `op` (failed by a peer's signature frame) to answer later frames.
+void AsyncLane::foreign_failed_locked(const std::shared_ptr<LaneOp>& op) {
+  if (!foreign_failed_.emplace(op->key(), op).second) return;
+  foreign_order_.push_back(op->key());
+  if (foreign_order_.size() > kForgotten) {
+    foreign_failed_.erase(foreign_order_.front());
+    foreign_order_.pop_front();
   }
 }
 
@@ -753,7 +763,13 @@ uint64_t AsyncLane::run_entry(const LaneEntry& e) {
             timed_out_text(op->label(), opts_.timeout_ms,
                            missing.empty() ? gave_up_text() : never_submitted_text(missing)));
       } else {
-        withdrawn_.insert({e.name_hash, e.seq});
+        if (withdrawn_.insert({e.name_hash, e.seq}).second) {
+          withdrawn_order_.push_back({e.name_hash, e.seq});
+          if (withdrawn_order_.size() > kForgotten) {
+            withdrawn_.erase(withdrawn_order_.front());  // (a no-op if submitted since)
+            withdrawn_order_.pop_front();
+          }
+        }
       }
       forget_locked({e.name_hash, e.seq});
     } else {

@@ -188,6 +188,7 @@ class AsyncLane {
   void run_tiny(const LaneEntry& e, Done* done);
   void erase_match_locked(MatchMap::iterator it);
   void forget_locked(const OpKey& key);
+  void foreign_failed_locked(const std::shared_ptr<LaneOp>& op);
   uint64_t run_entry(const LaneEntry& e);
   uint64_t run_fused(const LaneEntry& head, Done* done);
   Status run_partition(LaneOp* op, uint32_t part);
@@ -236,7 +237,10 @@ class AsyncLane {
   std::vector<OpMap::node_type> op_nodes_;
   std::vector<MatchMap::node_type> match_nodes_;
   std::set<std::pair<std::pair<int32_t, uint64_t>, LaneOp*>> ready_;  // (priority, order)
-  std::set<OpKey> withdrawn_;            // withdrawn before this rank submitted them
+  // Withdrawn before this rank submitted them (the latest kForgotten: one
+  // submitted later than that waits for its own timeout instead).
+  std::set<OpKey> withdrawn_;
+  std::deque<OpKey> withdrawn_order_;
   // Operations that failed here before every rank's record was read (see
   // forget_locked()): their records are dropped. The latest kForgotten.
   std::unordered_set<OpKey, KeyHash> forgotten_;
@@ -244,8 +248,11 @@ class AsyncLane {
   std::vector<LaneRecord> unpublished_;  // this rank's ring was full
   std::vector<Pending> replies_;         // sent by the next driver step
   // Failed because peers ran them on the message path; later frames from
-  // other peers get a reply too. Only the rare mismatches land here.
+  // other peers get a reply too. Only the rare mismatches land here (the
+  // latest kForgotten: an older one's late frame gets no reply, and its
+  // sender times out instead of reporting the mismatch).
   std::map<OpKey, std::shared_ptr<LaneOp>> foreign_failed_;
+  std::deque<OpKey> foreign_order_;
   // Operations step() and run_entry() completed, kept until the driver next
   // has nothing to do, its next step, or close() (driver only).
   Done step_done_;
