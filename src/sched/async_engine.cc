@@ -676,18 +676,7 @@ void AsyncEngine::on_control_frame(int src, uint64_t name_hash, uint64_t wire_se
     o->set_error(timeout_error(
         timed_out_text(o->label(), timeout_ms_,
                        "rank " + std::to_string(src) + " gave up on it while this rank ran it")));
-    if (o->fused) {
-      fused_ready_locked(o, false);  // (if it still waits for data)
-      return;
-    }
-    const uint32_t before = o->unfinished;
-    drop_queued_locked(o);
-    if (before != 0 && o->unfinished == 0) {  // (on a transport thread: finalize elsewhere)
-      o->finalize_task.op = o;
-      o->finalize_task.index = kFinalizeTask;
-      o->finalize_task.state = AsyncPartition::State::kRunnable;
-      dispatch_locked(&o->finalize_task);
-    }
+    stop_failed_locked(o);
     return;
   }
   if (it != pending_.end() && it->second->ready) {
@@ -760,18 +749,25 @@ void AsyncEngine::on_broken(const Status& why) {
     if (!o->ready) continue;
     reported = true;
     o->set_error(why);
-    if (o->fused) fused_ready_locked(o, false);
-    uint32_t before = o->unfinished;
-    drop_queued_locked(o);
-    // Completion may wait on transports: never on this (transport) thread.
-    if (before != 0 && o->unfinished == 0) {
-      o->finalize_task.op = o;
-      o->finalize_task.index = kFinalizeTask;
-      o->finalize_task.state = AsyncPartition::State::kRunnable;
-      dispatch_locked(&o->finalize_task);
-    }
+    stop_failed_locked(o);
   }
   if (reported) engine_->cause_reported();
+}
+
+// `o` failed (its error is set): a fused one waiting for data completes
+// with the error, queued partitions never run, and if nothing of it runs any
+// more its finalize goes to a worker (completion may wait on transports:
+// never on the calling thread, which may be a transport's).
+void AsyncEngine::stop_failed_locked(AsyncOp* o) {
+  if (o->fused) fused_ready_locked(o, false);
+  const uint32_t before = o->unfinished;
+  drop_queued_locked(o);
+  if (before != 0 && o->unfinished == 0) {
+    o->finalize_task.op = o;
+    o->finalize_task.index = kFinalizeTask;
+    o->finalize_task.state = AsyncPartition::State::kRunnable;
+    dispatch_locked(&o->finalize_task);
+  }
 }
 
 // ---- running --------------------------------------------------------------

@@ -382,6 +382,7 @@ class AsyncEngine {
   // Ranks whose signature frames have not come, as text (and into `ranks`).
   std::string missing_ranks(AsyncOp* op, std::vector<int>* ranks = nullptr) const;
   void send_gave_up(const AsyncOp* o);
+  void stop_failed_locked(AsyncOp* o);
   void emit(AsyncEvent::Type type, const AsyncOp& op, uint32_t partition, uint64_t bytes,
             const Status& st);
   Status wait_transfer(const TransferHandle& t, const Deadline& d);

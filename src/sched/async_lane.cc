@@ -52,6 +52,17 @@ constexpr size_t kForgotten = 1024;
 // deadline, is never appended for it (see in_time_locked()).
 constexpr int64_t kTinyMarginMs = 50;
 
+// `key` was just added to `table`: it is remembered in `order`, and the
+// oldest key leaves both once there are more than kForgotten.
+template <typename Table>
+void keep_latest(Table* table, std::deque<OpKey>* order, const OpKey& key) {
+  order->push_back(key);
+  if (order->size() > kForgotten) {
+    table->erase(order->front());
+    order->pop_front();
+  }
+}
+
 }  // namespace
 
 struct LaneOp {
@@ -72,6 +83,17 @@ struct LaneOp {
   bool warned = false;   // stall warning logged
   Status result;
   OpKey key() const { return {name_hash, seq}; }
+  uint64_t bytes() const { return spec.count * dtype_size(spec.dtype); }
+  // The arena's signature digest of `count` elements of it.
+  uint32_t digest(uint64_t count) const {
+    OpSignature s;
+    s.kind = spec.kind;
+    s.count = count;
+    s.dtype = static_cast<int32_t>(spec.dtype);
+    s.op = spec.op;
+    s.root = spec.root;
+    return s.digest();
+  }
   std::string label() const { return "operation '" + spec.name + "' #" + std::to_string(seq); }
 };
 
@@ -299,6 +321,14 @@ void AsyncLane::ingest_locked() {
   }
 }
 
+// ingest_locked(), and what that completed (tiny operations, mismatches)
+// onto `done`.
+void AsyncLane::ingest_locked(Done* done) {
+  ingest_locked();
+  done->insert(done->end(), finished_.begin(), finished_.end());
+  finished_.clear();
+}
+
 void AsyncLane::match_record_locked(int local, const LaneRecord& r) {
   const OpKey key{r.name_hash, r.seq};
   if (!forgotten_.empty() && forgotten_.count(key) > 0) return;  // it failed here already
@@ -366,7 +396,7 @@ void AsyncLane::check_ready_locked(LaneOp* op) {
                &finished_);
     return;
   }
-  const uint64_t bytes = op->spec.count * dtype_size(op->spec.dtype);
+  const uint64_t bytes = op->bytes();
   const bool tiny = bytes > 0 && bytes <= LaneRecord::kPayloadBytes;
   if (tiny && in_time_locked(m)) {
     reduce_tiny_locked(op, mit, &finished_);  // completes it
@@ -430,9 +460,7 @@ void AsyncLane::run_tiny(const LaneEntry& e, Done* done) {
   auto mit = matches_.find(key);
   if (mit == matches_.end() || mit->second.count < n_) {
     // Every rank published its record before the entry was appended.
-    ingest_locked();
-    done->insert(done->end(), finished_.begin(), finished_.end());
-    finished_.clear();
+    ingest_locked(done);
     mit = matches_.find(key);
   }
   auto it = ops_.find(key);
@@ -474,21 +502,13 @@ void AsyncLane::forget_locked(const OpKey& key) {
                                       return r.name_hash == key.first && r.seq == key.second;
                                     }),
                      unpublished_.end());
-  if (!forgotten_.insert(key).second) return;
-  forgotten_order_.push_back(key);
-  if (forgotten_order_.size() > kForgotten) {
-    forgotten_.erase(forgotten_order_.front());
-    forgotten_order_.pop_front();
-  }
+  if (forgotten_.insert(key).second) keep_latest(&forgotten_, &forgotten_order_, key);
 }
 
 // Keeps `op` (failed by a peer's signature frame) to answer later frames.
 void AsyncLane::foreign_failed_locked(const std::shared_ptr<LaneOp>& op) {
-  if (!foreign_failed_.emplace(op->key(), op).second) return;
-  foreign_order_.push_back(op->key());
-  if (foreign_order_.size() > kForgotten) {
-    foreign_failed_.erase(foreign_order_.front());
-    foreign_order_.pop_front();
+  if (foreign_failed_.emplace(op->key(), op).second) {
+    keep_latest(&foreign_failed_, &foreign_order_, op->key());
   }
 }
 
@@ -526,7 +546,7 @@ void AsyncLane::end_locked(LaneOp* op, const Status& st, Done* done) {
 void AsyncLane::complete(const Done& done) {
   for (const auto& op : done) {
     emit_(AsyncEvent::Type::kFinish, op->spec.name, op->seq, 0, op->parts, op->spec.priority,
-          op->spec.count * dtype_size(op->spec.dtype), op->result);
+          op->bytes(), op->result);
     run_completion_callback(op->spec, op->result);
     op->req->finish(op->result);
   }
@@ -537,7 +557,7 @@ void AsyncLane::complete(const Done& done) {
 
 // Whether `op` may share a fused pass: one partition of 1..fuse_bytes bytes.
 bool AsyncLane::fusable(const LaneOp& op) const {
-  const uint64_t bytes = op.spec.count * dtype_size(op.spec.dtype);
+  const uint64_t bytes = op.bytes();
   return op.parts == 1 && bytes > LaneRecord::kPayloadBytes && bytes <= opts_.fuse_bytes &&
          arena_fused_footprint(bytes) <= opts_.fuse_pass_bytes;
 }
@@ -595,11 +615,11 @@ size_t AsyncLane::decide_locked() {
   if (fusable(head)) {
     // In priority order, up to the first that does not fit: fusion never
     // lets an operation overtake a more urgent one.
-    uint64_t staged = arena_fused_footprint(head.spec.count * dtype_size(head.spec.dtype));
+    uint64_t staged = arena_fused_footprint(head.bytes());
     for (auto it = std::next(ready_.begin()); it != ready_.end() && n < LaneLog::kMaxBatch; ++it) {
       const LaneOp& op = *it->second;
       if (!fusable(op) || op.spec.dtype != head.spec.dtype || op.spec.op != head.spec.op) break;
-      const uint64_t bytes = arena_fused_footprint(op.spec.count * dtype_size(op.spec.dtype));
+      const uint64_t bytes = arena_fused_footprint(op.bytes());
       if (staged + bytes > opts_.fuse_pass_bytes) break;
       staged += bytes;
       batch_[n++] = entry(op, kFuse);
@@ -620,17 +640,11 @@ Status AsyncLane::run_partition(LaneOp* op, uint32_t part) {
   const uint64_t bytes = count * es;
   emit_(AsyncEvent::Type::kStart, op->spec.name, op->seq, part, op->parts, op->spec.priority, bytes,
         Status::ok());
-  OpSignature s;
-  s.kind = op->spec.kind;
-  s.count = count;
-  s.dtype = static_cast<int32_t>(op->spec.dtype);
-  s.op = op->spec.op;
-  s.root = op->spec.root;
   OpArena arena(shm_, 1, engine_, Deadline::after_ms(opts_.timeout_ms), &next_buffer_,
                 opts_.single_copy);
   const char* send = static_cast<const char*>(op->spec.send);
   char* recv = static_cast<char*>(op->spec.recv);
-  Status st = arena_all_reduce(arena, s.digest(), count > 0 ? send + begin * es : send,
+  Status st = arena_all_reduce(arena, op->digest(count), count > 0 ? send + begin * es : send,
                                count > 0 ? recv + begin * es : recv, count, op->spec.dtype,
                                static_cast<kf_op_t>(op->spec.op), opts_.one_shot_bytes);
   emit_(AsyncEvent::Type::kPartitionDone, op->spec.name, op->seq, part, op->parts,
@@ -645,16 +659,10 @@ Status AsyncLane::run_fused_pass() {
   pieces.clear();
   uint32_t digest = 0;
   for (const auto& op : fused_) {
-    emit_(AsyncEvent::Type::kStart, op->spec.name, op->seq, 0, 1, op->spec.priority,
-          op->spec.count * dtype_size(op->spec.dtype), Status::ok());
+    emit_(AsyncEvent::Type::kStart, op->spec.name, op->seq, 0, 1, op->spec.priority, op->bytes(),
+          Status::ok());
     pieces.push_back({op->spec.send, op->spec.recv, static_cast<size_t>(op->spec.count)});
-    OpSignature s;
-    s.kind = op->spec.kind;
-    s.count = op->spec.count;
-    s.dtype = static_cast<int32_t>(op->spec.dtype);
-    s.op = op->spec.op;
-    s.root = op->spec.root;
-    digest = digest * 0x01000193u ^ s.digest();
+    digest = digest * 0x01000193u ^ op->digest(op->spec.count);
   }
   const LaneOp& head = *fused_.front();
   OpArena arena(shm_, 1, engine_, Deadline::after_ms(opts_.timeout_ms), &next_buffer_,
@@ -663,7 +671,7 @@ Status AsyncLane::run_fused_pass() {
                                      static_cast<kf_op_t>(head.spec.op));
   for (const auto& op : fused_) {
     emit_(AsyncEvent::Type::kPartitionDone, op->spec.name, op->seq, 0, 1, op->spec.priority,
-          op->spec.count * dtype_size(op->spec.dtype), st);
+          op->bytes(), st);
   }
   if (st.is_ok()) {
     fused_passes_.fetch_add(1, std::memory_order_relaxed);
@@ -692,9 +700,7 @@ uint64_t AsyncLane::run_fused(const LaneEntry& head, Done* done) {
       if (ready(batch_[i])) continue;
       // Every rank published its record before the batch was appended: what
       // is not read yet is in the rings now.
-      ingest_locked();
-      done->insert(done->end(), finished_.begin(), finished_.end());
-      finished_.clear();
+      ingest_locked(done);
       break;
     }
     for (uint64_t i = 0; in_order && i < n; ++i) {
@@ -763,12 +769,9 @@ uint64_t AsyncLane::run_entry(const LaneEntry& e) {
             timed_out_text(op->label(), opts_.timeout_ms,
                            missing.empty() ? gave_up_text() : never_submitted_text(missing)));
       } else {
+        // (The key leaves the table early if this rank submits it.)
         if (withdrawn_.insert({e.name_hash, e.seq}).second) {
-          withdrawn_order_.push_back({e.name_hash, e.seq});
-          if (withdrawn_order_.size() > kForgotten) {
-            withdrawn_.erase(withdrawn_order_.front());  // (a no-op if submitted since)
-            withdrawn_order_.pop_front();
-          }
+          keep_latest(&withdrawn_, &withdrawn_order_, {e.name_hash, e.seq});
         }
       }
       forget_locked({e.name_hash, e.seq});
@@ -776,9 +779,7 @@ uint64_t AsyncLane::run_entry(const LaneEntry& e) {
       // Every rank published its record before any rank could append this
       // entry: what is not read yet is in the rings now.
       if (op && !op->ready) {
-        ingest_locked();
-        done.insert(done.end(), finished_.begin(), finished_.end());
-        finished_.clear();
+        ingest_locked(&done);
       }
       in_order = op && op->ready && e.part == op->done_parts;
       if (in_order) op->running = true;  // on_broken() leaves it to us
@@ -833,9 +834,7 @@ bool AsyncLane::step() {
       // reads the records a run entry needs).
       have = log_.entry(pos_, &e);
       if (!have) {
-        ingest_locked();
-        done.insert(done.end(), finished_.begin(), finished_.end());
-        finished_.clear();
+        ingest_locked(&done);
         if (const size_t n = decide_locked()) {
           have = appended = log_.append(pos_, batch_, n);
           if (appended) {

@@ -181,6 +181,7 @@ class AsyncLane {
 
   bool step();
   void ingest_locked();
+  void ingest_locked(Done* done);
   void match_record_locked(int local, const LaneRecord& r);
   void check_ready_locked(LaneOp* op);
   bool in_time_locked(const Match& m) const;
