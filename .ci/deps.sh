@@ -10,6 +10,7 @@ packages=(
   openmpi-bin libopenmpi-dev libhwloc-dev
   libgloo-dev gnuplot-nox
   iproute2 procps python3 util-linux coreutils
+  openssh-client openssh-server
 )
 
 missing=()
@@ -35,6 +36,14 @@ fi
 
 echo "deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# openssh-server is for the ssh launch test (tests/cluster), which starts its
+# own sshd: no ssh service is started by the install (a policy-rc.d that
+# denies it, only for the install and only when there is none already).
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  "${as_root[@]}" sh -c "printf '#!/bin/sh\\nexit 101\\n' > $policy && chmod 755 $policy"
+  trap '"${as_root[@]}" rm -f "$policy"' EXIT
+fi
 "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
 "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
   apt-get install -y -q --no-install-recommends "${missing[@]}"

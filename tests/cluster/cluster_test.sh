@@ -15,6 +15,14 @@
 #   switch PROG K M   PROG (mp_strategy_switch) on K x M: every rank prints PASS
 #   async PROG K M [ARGS]  PROG (mp_async_stress ARGS) on K x M: every rank
 #                     prints PASS with 0 wrong elements
+#   ssh PROG          kfrun over real ssh: an sshd (private config and keys,
+#                     key-only root login) in host 2 of a 2-host cluster, kfrun
+#                     in host 1 with --rsh "ssh ... {host}": PROG
+#                     (mp_conformance --no-big) on 2 x 2; hostnames, KF_LOCAL_*,
+#                     working directory and a -x value full of shell syntax
+#                     arrive intact; a remote rank's exit code and --timeout
+#                     end the job with every rank gone; a refused connection
+#                     gives 255 at once. Skipped (77) without sshd.
 # KF_CLUSTER_ENV="VAR=VALUE ..." in the test's environment is passed to the
 # ranks (kfrun -x) in the conformance, switch and async tests (e.g. KF_STRATEGY).
 # Exit 77 (ctest skip) when this machine cannot create namespaces.
@@ -176,6 +184,103 @@ case $test_name in
     done
     cat "$work/err" >&2
     expect_gone "$(cluster_id)"
+    ;;
+
+  ssh)
+    sshd=$(command -v sshd || echo /usr/sbin/sshd)
+    [[ -x $sshd ]] && command -v ssh >/dev/null && command -v ssh-keygen >/dev/null ||
+      { echo "SKIP: sshd, ssh or ssh-keygen not found (packages openssh-server, openssh-client)" >&2; exit $SKIP; }
+    rc=0
+    id=$("$CLUSTER" up 2 none 2>"$work/err") || rc=$?
+    [[ $rc -eq $SKIP ]] && { cat "$work/err" >&2; exit $SKIP; }
+    [[ $rc -eq 0 && -n $id ]] || fail "cluster.sh up exited with $rc"
+    # Removed when this script ends, also on ctest's SIGKILL (a guard
+    # outside this process tree, as cluster.sh run does).
+    ( setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 0.5; done; "$2" down "$3"' \
+        kft-guard $$ "$CLUSTER" "$id" </dev/null >/dev/null 2>&1 & )
+    trap '"$CLUSTER" down "$id"; cleanup' EXIT
+    x=$(( 16#${id:0:4} % 250 + 1 ))
+    h1=10.213.$x.1 h2=10.213.$x.2
+    ssh-keygen -q -t ed25519 -N '' -f "$work/host_key"
+    ssh-keygen -q -t ed25519 -N '' -f "$work/user_key"
+    cp "$work/user_key.pub" "$work/authorized_keys"
+    printf '%s\n' "ListenAddress $h2" "Port 22" "HostKey $work/host_key" \
+      "AuthorizedKeysFile $work/authorized_keys" "PermitRootLogin prohibit-password" \
+      "PasswordAuthentication no" "KbdInteractiveAuthentication no" "UsePAM no" \
+      "StrictModes no" "PidFile none" "LogLevel ERROR" >"$work/sshd_config"
+    mkdir -p /run/sshd  # its privilege-separation directory
+    # sshd runs in host 2 with that host's name (nsexec), so its sessions
+    # (the remote ranks) are host 2 to the library; `down` kills it.
+    "$CLUSTER" nsexec "$id" "$h2" "$sshd" -D -e -f "$work/sshd_config" >"$work/sshd.log" 2>&1 &
+    disown  # (killed by `down`, not reported)
+    for _ in $(seq 50); do
+      ip netns exec "kft-$id-1" timeout 1 bash -c "exec 3<>/dev/tcp/$h2/22" 2>/dev/null && break
+      sleep 0.1
+    done
+    ssh_opts="-i $work/user_key -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
+    ssh_opts+=" -o BatchMode=yes -o LogLevel=ERROR -o ConnectTimeout=5"
+    # kfrun in host 1: ranks 0-1 start there directly, ranks 2-3 over ssh.
+    kfrun_h1() {
+      rc=0
+      "$CLUSTER" nsexec "$id" "$h1" "$KFRUN" -H "$h1:2,$h2:2" "$@" >"$work/out" 2>"$work/err" </dev/null ||
+        rc=$?
+    }
+    # No rank (nor anything it started) is left in either host: only sshd.
+    expect_no_ranks() {
+      local i
+      for i in $(seq 50); do
+        if ! ip netns pids "kft-$id-1" | grep -q . &&
+           ! ip netns pids "kft-$id-2" | xargs -r ps -o comm= -p 2>/dev/null | grep -qv '^sshd$'; then
+          return 0
+        fi
+        sleep 0.1
+      done
+      ip netns pids "kft-$id-2" | xargs -r ps -o pid=,args= -p >&2 || true
+      fail "$1: processes left in the hosts"
+    }
+
+    # The whole conformance matrix across the two hosts.
+    kfrun_h1 --timeout 120 --rsh "ssh $ssh_opts {host}" -x KF_TIMEOUT_MS=30000 "$PROG" --np 4 --no-big
+    [[ $rc -eq 0 ]] || { cat "$work/sshd.log" >&2; fail "conformance over ssh exited with $rc"; }
+    grep -Eq "^\[0\] [0-9]+ passed, 0 failed" "$work/out" || fail "no summary line from rank 0"
+    echo "conformance over ssh: $(grep -E '^\[0\] [0-9]+ passed' "$work/out")"
+    expect_no_ranks conformance
+
+    # What a rank sees: host, local numbering, working directory, root
+    # address, and a -x value that would break an unquoted command line.
+    tricky="a  b 'c' \"d\" \$HOME ; \`e\` & f"
+    kfrun_h1 --timeout 60 --rsh "ssh $ssh_opts {host}" -x "KFT_Q=$tricky" \
+      sh -c 'echo "host=$(hostname) rank=$KF_RANK local=$KF_LOCAL_RANK/$KF_LOCAL_SIZE root=$KF_ROOT_ADDR pwd=$(pwd) q=[$KFT_Q]"'
+    [[ $rc -eq 0 ]] || fail "environment check over ssh exited with $rc"
+    for r in 0 1 2 3; do
+      want="[$r] host=kft-$id-h$(( r / 2 + 1 )) rank=$r local=$(( r % 2 ))/2 root=$h1:"
+      line=$(grep -F "[$r] host=" "$work/out" || true)
+      [[ $line == "$want"* ]] || fail "rank $r: '$line', expected it to start with '$want'"
+      [[ $line == *" pwd=$PWD q=[$tricky]" ]] || fail "rank $r: '$line': directory or -x value changed"
+    done
+    echo "environment over ssh: hosts, local ranks, directory and -x value intact"
+
+    # A remote rank fails: its code comes back through ssh, and the others
+    # (one more remote, sleeping) are stopped. ssh -tt ties a remote rank to
+    # its client (see README.md).
+    kfrun_h1 --timeout 60 --rsh "ssh -tt $ssh_opts {host}" \
+      sh -c 'if [ "$KF_RANK" = 2 ]; then sleep 0.5; exit 3; fi; exec sleep 100'
+    [[ $rc -eq 3 ]] || fail "a remote rank's exit 3: kfrun exited with $rc"
+    expect_no_ranks "exit 3"
+    echo "remote exit 3: kfrun exited 3, every rank gone"
+
+    kfrun_h1 --timeout 2 --rsh "ssh -tt $ssh_opts {host}" sleep 100
+    [[ $rc -eq 124 ]] || fail "--timeout over ssh: kfrun exited with $rc, expected 124"
+    expect_no_ranks timeout
+    echo "--timeout over ssh: 124, every rank gone"
+
+    # Nobody listens on port 2222 there: ssh fails at once, with 255.
+    start=$(date +%s)
+    kfrun_h1 --timeout 60 --rsh "ssh -p 2222 $ssh_opts {host}" true
+    [[ $rc -eq 255 ]] || fail "refused connection: kfrun exited with $rc, expected 255"
+    (( $(date +%s) - start < 20 )) || fail "refused connection took $(( $(date +%s) - start )) s"
+    expect_no_ranks refused
+    echo "refused connection: 255"
     ;;
 
   cleanup)
