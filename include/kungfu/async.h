@@ -104,20 +104,27 @@ extern "C" {
  * Opaque handle of one submitted operation. Created by a kf_i* call, released
  * by kf_request_free() once complete. A handle may be tested and waited for
  * from any thread, and stays valid after its communicator is destroyed.
+ * As with a communicator, freeing it must not race with another call on the
+ * same handle (a free while another thread still is inside kf_request_wait()
+ * on it is undefined behaviour), and kf_comm_destroy() must not race with a
+ * call on one of the communicator's requests.
  */
 typedef struct kf_request* kf_request_t;
 
 /**
  * Completion callback. Called exactly once per operation, with its final
- * status, on an engine thread or on a thread inside kf_request_wait*() or a
- * kf_i* call: an operation may complete inside its own kf_i* call, its
+ * status, on an engine thread or on a thread inside kf_request_wait*(),
+ * kf_request_test() or a kf_i* call: an operation may complete inside its
+ * own kf_i* call, its
  * callback running before that call returns (and before it stores the
  * request handle); on a one-rank communicator a small operation does, and
- * so does a fused all_reduce whose peers' data is all in already (unless
- * the kf_i* call is made from such a callback: then another thread
- * completes it). So a caller must not hold, across a kf_i* call, a lock
- * that its callback takes. The callback runs before the request becomes
- * complete: inside it, kf_request_test() on `req` still reports
+ * so does a fused all_reduce whose peers' data is all in already, and on
+ * shared memory a tiny one whose peers submitted it already (unless the
+ * kf_i* call is made from such a callback: then another thread completes
+ * it, so that callbacks that submit again never nest). So a caller must not
+ * hold, across a kf_i* call or kf_request_test(), a lock that its callback
+ * takes. Inside a callback kf_comm_destroy() is refused (KF_ERR_INVALID_USAGE). The callback runs
+ * before the request becomes complete: inside it, kf_request_test() on `req` still reports
  * KF_IN_PROGRESS, and it must not wait for or free `req`. It may submit new
  * operations and test requests, but not wait for one still in progress (the
  * thread running it may be the one that would have to complete it):
@@ -224,7 +231,12 @@ KF_API kf_status_t kf_ibarrier(kf_comm_t comm, const char* name, const kf_op_opt
 /* ------------------------------------------------------------------------ */
 
 /**
- * Non-blocking check.
+ * Checks whether the operation is complete, without waiting for it. So that a
+ * thread that polls makes progress, the call may first run, on the calling
+ * thread, one ready partition: of an operation that every rank has submitted
+ * (so it waits only for peers already on their way, about the time of one
+ * partition), with the completion callbacks of what that completes. It never
+ * waits for a submission that has not happened.
  * @param req  A request from a kf_i* call, not freed.
  * @return KF_IN_PROGRESS while the operation runs; then its final status
  *         (KF_SUCCESS, or the error; the detail is in kf_request_error()).

@@ -128,7 +128,10 @@ KF_API kf_status_t kf_comm_init_from_env(const kf_config_t* config, kf_comm_t* c
  * sent is handed to the network, closes connections and frees all resources.
  * Destroying NULL is a no-op returning KF_SUCCESS. Destroying the same handle
  * twice is undefined behaviour (it is detected and reported as
- * KF_ERR_INVALID_USAGE when the memory was not reused).
+ * KF_ERR_INVALID_USAGE when the memory was not reused). Inside a completion
+ * callback (kungfu/async.h) it returns KF_ERR_INVALID_USAGE and destroys
+ * nothing: the thread running the callback may be one that destroying must
+ * wait for.
  * Peers learn of it: over TCP, their operations still waiting for data this
  * rank never sent fail at once with KF_ERR_REMOTE ("rank N closed its
  * communicator"); data it sent before is still delivered.

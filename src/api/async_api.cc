@@ -112,6 +112,17 @@ Status wait_one(kf_request* r, const WaitRest& rest = WaitRest()) {
   return st;
 }
 
+// Runs `body` (returning a kf_status_t) so that no exception reaches the C
+// caller: one becomes KF_ERR_INTERNAL.
+template <typename Body>
+kf_status_t no_throw(Body&& body) noexcept {
+  try {
+    return body();
+  } catch (...) {
+    return KF_ERR_INTERNAL;
+  }
+}
+
 // A completion callback may run on the thread that drives the engine (the
 // shared-memory lane's driver runs them), so inside one a wait for a
 // request that is not complete could wait for itself: refused, with the
@@ -265,42 +276,38 @@ KF_API kf_status_t kf_ibarrier(kf_comm_t comm, const char* name, const kf_op_opt
 }
 
 KF_API kf_status_t kf_request_test(kf_request_t req) {
-  if (!kf::api::request_live(req)) return KF_ERR_INVALID_ARGUMENT;
-  try {
+  return kf::api::no_throw([&] {
+    if (!kf::api::request_live(req)) return KF_ERR_INVALID_ARGUMENT;
     if (req->state->done()) {
       req->state->flush_held();
     } else {
-      req->engine->poll(req->state);  // never blocks
+      req->engine->poll(req->state);  // at most one partition every rank submitted
       if (!req->state->done()) return KF_IN_PROGRESS;
     }
-  } catch (...) {
-    return KF_ERR_INTERNAL;
-  }
-  return req->state->status().code();
+    return req->state->status().code();
+  });
 }
 
 KF_API kf_status_t kf_request_wait(kf_request_t req) {
-  if (!kf::api::request_live(req)) return KF_ERR_INVALID_ARGUMENT;
-  if (kf::in_completion_callback() && !req->state->done()) {
-    return kf::api::refuse_wait_in_callback("kf_request_wait", req);
-  }
-  try {
+  return kf::api::no_throw([&] {
+    if (!kf::api::request_live(req)) return KF_ERR_INVALID_ARGUMENT;
+    if (kf::in_completion_callback() && !req->state->done()) {
+      return kf::api::refuse_wait_in_callback("kf_request_wait", req);
+    }
     return kf::api::wait_one(req).code();
-  } catch (...) {
-    return KF_ERR_INTERNAL;
-  }
+  });
 }
 
 KF_API kf_status_t kf_request_wait_any(size_t n, const kf_request_t* reqs, size_t* index) {
-  if (reqs == nullptr || index == nullptr || n == 0) return KF_ERR_INVALID_ARGUMENT;
-  kf_request_t first = nullptr;
-  for (size_t i = 0; i < n; ++i) {
-    if (reqs[i] == nullptr) continue;
-    if (!kf::api::request_live(reqs[i])) return KF_ERR_INVALID_ARGUMENT;
-    if (first == nullptr) first = reqs[i];
-  }
-  if (first == nullptr) return KF_ERR_INVALID_ARGUMENT;
-  try {
+  return kf::api::no_throw([&] {
+    if (reqs == nullptr || index == nullptr || n == 0) return KF_ERR_INVALID_ARGUMENT;
+    kf_request_t first = nullptr;
+    for (size_t i = 0; i < n; ++i) {
+      if (reqs[i] == nullptr) continue;
+      if (!kf::api::request_live(reqs[i])) return KF_ERR_INVALID_ARGUMENT;
+      if (first == nullptr) first = reqs[i];
+    }
+    if (first == nullptr) return KF_ERR_INVALID_ARGUMENT;
     kf::AnyCompletion watch;
     for (;;) {
       const uint64_t seen = kf::AnyCompletion::count();
@@ -323,25 +330,22 @@ KF_API kf_status_t kf_request_wait_any(size_t n, const kf_request_t* reqs, size_
       }
       if (!helped) watch.sleep(seen, kf::api::kWaitAnyLookUs);
     }
-  } catch (...) {
-    return KF_ERR_INTERNAL;
-  }
+  });
 }
 
 KF_API kf_status_t kf_request_wait_all(size_t n, const kf_request_t* reqs) {
-  if (reqs == nullptr && n > 0) return KF_ERR_INVALID_ARGUMENT;
-  for (size_t i = 0; i < n; ++i) {
-    if (reqs[i] != nullptr && !kf::api::request_live(reqs[i])) return KF_ERR_INVALID_ARGUMENT;
-  }
-  if (kf::in_completion_callback()) {
+  return kf::api::no_throw([&] {
+    if (reqs == nullptr && n > 0) return KF_ERR_INVALID_ARGUMENT;
     for (size_t i = 0; i < n; ++i) {
-      if (reqs[i] != nullptr && !reqs[i]->state->done()) {
-        return kf::api::refuse_wait_in_callback("kf_request_wait_all", reqs[i]);
+      if (reqs[i] != nullptr && !kf::api::request_live(reqs[i])) return KF_ERR_INVALID_ARGUMENT;
+    }
+    if (kf::in_completion_callback()) {
+      for (size_t i = 0; i < n; ++i) {
+        if (reqs[i] != nullptr && !reqs[i]->state->done()) {
+          return kf::api::refuse_wait_in_callback("kf_request_wait_all", reqs[i]);
+        }
       }
     }
-  }
-  kf_status_t first = KF_SUCCESS;
-  try {
     // While it waits for one, the thread runs the partitions of the others
     // that come its way, instead of handing them to another thread.
     std::vector<const kf::AsyncRequest*> states(n);
@@ -362,26 +366,29 @@ KF_API kf_status_t kf_request_wait_all(size_t n, const kf_request_t* reqs) {
       }
       reqs[last - 1]->engine->wait(reqs[last - 1]->state, kf::WaitRest{states.data(), last - 1});
     }
+    kf_status_t first = KF_SUCCESS;
     for (size_t i = 0; i < last; ++i) {
       if (reqs[i] == nullptr) continue;
       const kf::WaitRest rest{states.data() + i + 1, n - i - 1};
       kf_status_t st = kf::api::wait_one(reqs[i], rest).code();
       if (first == KF_SUCCESS) first = st;
     }
-  } catch (...) {
-    return KF_ERR_INTERNAL;
-  }
-  return first;
+    return first;
+  });
 }
 
 KF_API const char* kf_request_error(kf_request_t req) {
-  if (!kf::api::request_live(req) || !req->state->done()) return "";
-  return req->state->message().c_str();
+  try {
+    if (!kf::api::request_live(req) || !req->state->done()) return "";
+    return req->state->message().c_str();
+  } catch (...) {
+    return "";
+  }
 }
 
 KF_API kf_status_t kf_request_free(kf_request_t req) {
   if (req == nullptr) return KF_SUCCESS;
-  return kf::api::RequestTable::get().free(req);
+  return kf::api::no_throw([&] { return kf::api::RequestTable::get().free(req); });
 }
 
 }  // extern "C"

@@ -8,6 +8,7 @@
 #include "bootstrap/launch_env.h"
 #include "bootstrap/unique_id.h"
 #include "kungfu/kungfu.h"
+#include "sched/async_engine.h"
 
 namespace kf {
 namespace api {
@@ -81,9 +82,21 @@ KF_API kf_status_t kf_comm_init_from_env(const kf_config_t* config, kf_comm_t* c
 
 KF_API kf_status_t kf_comm_destroy(kf_comm_t comm) {
   if (comm == nullptr) return KF_SUCCESS;
-  if (!kf::api::unregister_handle(comm)) {
-    return kf::api::fail(nullptr, kf::invalid_usage(
-                                      "kf_comm_destroy: not a live communicator (destroyed twice?)"));
+  try {
+    // The thread running a callback may be one that destroying has to
+    // join or wait for (the engine's own, or a waiter driving it).
+    if (kf::in_completion_callback()) {
+      return kf::api::fail(comm, kf::invalid_usage("kf_comm_destroy: called inside a completion "
+                                                   "callback; destroy the communicator after "
+                                                   "the callback returns"));
+    }
+    if (!kf::api::unregister_handle(comm)) {
+      return kf::api::fail(
+          nullptr,
+          kf::invalid_usage("kf_comm_destroy: not a live communicator (destroyed twice?)"));
+    }
+  } catch (...) {
+    return KF_ERR_INTERNAL;
   }
   try {
     comm->impl->shutdown();

@@ -23,6 +23,11 @@
 //     Every rank must report the same status for each (success well
 //     before, the timeout well after; either near it), and a success the
 //     exact sum.
+//  8. Callbacks that submit again: a chain of 2000 tiny operations, each
+//     submitted (fire-and-forget) by the previous one's callback. Callbacks
+//     never nest (the lane completes what a callback submits on another
+//     thread), every sum is exact, and kf_comm_destroy inside a callback is
+//     refused with KF_ERR_INVALID_USAGE, the communicator working on.
 // Run with KF_TIMEOUT_MS=3000 (the timeouts of 5. and 7.). With --late only
 // case 5 runs: over TCP it tests the message path, where the ranks that
 // time out tell the silent rank (AsyncEngine::kGaveUpStep). With
@@ -373,6 +378,76 @@ void edges(kf_comm_t comm, int rank, int n) {
          std::string("tiny operations around their deadline:") + seen + (exact ? "" : ", WRONG"));
 }
 
+struct Chain {
+  static constexpr int kOps = 2000;
+  kf_comm_t comm = nullptr;
+  int rank = 0;
+  std::vector<int32_t> in, out;
+  std::atomic<int> completed{0};
+  std::atomic<int> failed{0};
+  std::atomic<int> deepest{0};
+  kf_status_t destroy = KF_SUCCESS;
+  std::string destroy_error;
+};
+thread_local int t_chain_depth = 0;
+
+void chain_submit(Chain* c, int i);
+
+void chain_done(kf_request_t, kf_status_t st, void* user) {
+  auto* c = static_cast<Chain*>(user);
+  ++t_chain_depth;
+  int seen = c->deepest.load();
+  while (t_chain_depth > seen && !c->deepest.compare_exchange_weak(seen, t_chain_depth)) {
+  }
+  const int i = c->completed.fetch_add(1);  // in order: the next is submitted here
+  if (st != KF_SUCCESS) c->failed.fetch_add(1);
+  if (i == 0) {
+    c->destroy = kf_comm_destroy(c->comm);  // refused: c->comm stays usable
+    c->destroy_error = kf_comm_last_error(c->comm);
+  }
+  if (i + 1 < Chain::kOps) chain_submit(c, i + 1);
+  --t_chain_depth;
+}
+
+void chain_submit(Chain* c, int i) {
+  kf_op_options_t o = KF_OP_OPTIONS_INITIALIZER;
+  o.callback = chain_done;
+  o.user_data = c;
+  if (kf_iall_reduce(c->comm, "chain", &c->in[i], &c->out[i], 1, KF_INT32, KF_SUM, &o, nullptr) !=
+      KF_SUCCESS) {
+    c->failed.fetch_add(1);
+  }
+}
+
+void chained(kf_comm_t comm, int rank, int n) {
+  Chain c;
+  c.comm = comm;
+  c.rank = rank;
+  c.in.resize(Chain::kOps);
+  c.out.assign(Chain::kOps, 0);
+  for (int i = 0; i < Chain::kOps; ++i) c.in[i] = rank + 1 + i;
+  kf_barrier(comm);
+  chain_submit(&c, 0);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (c.completed.load() < Chain::kOps && c.failed.load() == 0 &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  bool exact = c.completed.load() == Chain::kOps;
+  for (int i = 0; exact && i < Chain::kOps; ++i) exact = c.out[i] == n * (n + 1) / 2 + n * i;
+  int32_t one = 1, sum = 0;
+  const kf_status_t after = kf_all_reduce(comm, &one, &sum, 1, KF_INT32, KF_SUM);
+  report(exact && c.failed.load() == 0 && c.deepest.load() == 1 &&
+             c.destroy == KF_ERR_INVALID_USAGE &&
+             c.destroy_error.find("completion callback") != std::string::npos &&
+             after == KF_SUCCESS && sum == n,
+         "callbacks that submit again: " + std::to_string(c.completed.load()) + " of " +
+             std::to_string(Chain::kOps) + " completed" + (exact ? ", exact" : ", WRONG") +
+             ", deepest nesting " + std::to_string(c.deepest.load()) + ", kf_comm_destroy inside " +
+             std::to_string(c.destroy) + " (" + c.destroy_error +
+             "), the communicator afterwards " + std::to_string(after));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -399,6 +474,7 @@ int main(int argc, char** argv) {
   late(comm, g_rank, n);
   in_callback(comm, g_rank, n);
   edges(comm, g_rank, n);
+  chained(comm, g_rank, n);
   kf_comm_destroy(comm);
   return g_fails == 0 ? 0 : 1;
 }
