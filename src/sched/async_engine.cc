@@ -162,6 +162,25 @@ void AsyncEngine::close() {
   if (completer_.joinable()) completer_.join();
   if (fuser_) fuser_->close();  // waits for its bundles in flight (a request may still hold it)
   fuser_.reset();
+  // What the abort and the drain did not end (a partition stuck past the
+  // drain's limit) ends here, so that no request outlives the engine in
+  // progress: a wait on it later must not reach the freed engine.
+  std::vector<std::shared_ptr<AsyncOp>> left;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& kv : pending_) {
+      kv.second->req->op_ = nullptr;
+      left.push_back(kv.second);
+    }
+    pending_.clear();
+  }
+  for (auto& o : left) {
+    const Status st =
+        aborted_error(o->label() + ": the communicator was destroyed with the operation pending");
+    emit(AsyncEvent::Type::kFinish, *o, 0, o->total_bytes, st);
+    run_completion_callback(o->spec, st);
+    o->req->finish(st);
+  }
 }
 
 void AsyncEngine::enable_lane(ShmTransport* shm, bool single_copy, size_t one_shot_bytes) {
@@ -394,8 +413,11 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
       engine_->cause_reported();  // the request reports it
     }
     admit_locked(&starts);
+    // (Dropped ones, of an operation failed already, are not started: a
+    // peer told they were would start them all.)
     while (!o->fused && prefix < o->plan.count &&
-           o->parts[prefix].state != AsyncPartition::State::kQueued) {
+           (o->parts[prefix].state == AsyncPartition::State::kRunnable ||
+            o->parts[prefix].state == AsyncPartition::State::kRunning)) {
       ++prefix;
     }
   }
@@ -664,7 +686,7 @@ void AsyncEngine::announce(const std::vector<AsyncPartition*>& starts, const Asy
   }
 }
 
-void AsyncEngine::on_control_frame(int src, uint64_t name_hash, uint64_t wire_seq, uint32_t step,
+bool AsyncEngine::on_control_frame(int src, uint64_t name_hash, uint64_t wire_seq, uint32_t step,
                                    uint32_t chunk) {
   const uint64_t seq = wire_seq >> kPartitionBits;
   const uint32_t part = static_cast<uint32_t>(wire_seq & kPartitionMask);
@@ -677,7 +699,7 @@ void AsyncEngine::on_control_frame(int src, uint64_t name_hash, uint64_t wire_se
         timed_out_text(o->label(), timeout_ms_,
                        "rank " + std::to_string(src) + " gave up on it while this rank ran it")));
     stop_failed_locked(o);
-    return;
+    return false;
   }
   if (it != pending_.end() && it->second->ready) {
     AsyncOp* o = it->second.get();
@@ -698,16 +720,16 @@ void AsyncEngine::on_control_frame(int src, uint64_t name_hash, uint64_t wire_se
     } else if (part < o->plan.count) {
       force_locked(o, part);
     }
-    return;
+    return false;
   }
   if (it == pending_.end()) {
     // A signature frame for a lane operation: the peer ran another kind.
-    if (step == kSigStep && lane_ && lane_->on_foreign_signature(src, name_hash, seq)) return;
+    if (step == kSigStep && lane_ && lane_->on_foreign_signature(src, name_hash, seq)) return true;
     auto ns = next_seq_.find(name_hash);
     const OpKey key{name_hash, seq};
     if (ns != next_seq_.end() && seq < ns->second &&
         std::find(lane_entering_.begin(), lane_entering_.end(), key) == lane_entering_.end()) {
-      return;  // already finished here
+      return true;  // already finished here: no receive will ever take it
     }
   }
   Remembered& r = remembered_[{name_hash, seq}];
@@ -723,6 +745,7 @@ void AsyncEngine::on_control_frame(int src, uint64_t name_hash, uint64_t wire_se
   } else {
     r.parts.insert(part);
   }
+  return false;
 }
 
 // Tells every peer that `o` timed out here: the silent ones must not
@@ -824,8 +847,9 @@ void AsyncEngine::wait(const std::shared_ptr<AsyncRequest>& req, const WaitRest&
 bool AsyncEngine::park(const std::shared_ptr<AsyncRequest>& req, AsyncPartition** task) {
   Parked me{req.get()};
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     if (stop_) {
+      lock.unlock();       // (close() needs the lock to end what is left)
       req->wait(nullptr);  // close() ends every operation
       return false;
     }

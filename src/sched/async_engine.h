@@ -296,10 +296,13 @@ class AsyncEngine {
   // Trace hook; replaces the previous one (empty = none). Thread safe.
   void set_observer(AsyncObserver obs);
 
-  // Frames of step kSigStep / kStartStep seen by the mailbox (any thread).
-  void on_control_frame(int src, uint64_t name_hash, uint64_t wire_seq, uint32_t step,
+  // Frames of step kSigStep / kStartStep / kGaveUpStep seen by the mailbox
+  // (any thread). Returns true for a signature frame no receive will ever
+  // take (of an operation finished here, or run on the lane): the mailbox
+  // drops it instead of keeping it in its store of early messages.
+  bool on_control_frame(int src, uint64_t name_hash, uint64_t wire_seq, uint32_t step,
                         uint32_t chunk);
-  // Which of them the mailbox need not keep (they carry no data).
+  // Which of them the mailbox never keeps (they carry no data).
   static bool consumes(uint32_t step) { return step == kStartStep || step == kGaveUpStep; }
 
   // The communicator broke (peer lost): every pending operation fails with

@@ -81,18 +81,25 @@ void AsyncEngine::finalize(AsyncOp* o) {
         if (t && !t->status().is_ok()) st = t->status();
       }
     }
-    // Our own signature frames must be out before their buffer goes.
-    for (int r = 0; r < size_ && st.is_ok(); ++r) {
+    // Our own signature frames must be out before their buffer goes; after
+    // a mismatch too, so that every peer sees it (withdrawn while still
+    // queued behind data, they would leave a peer to time out instead).
+    const bool mismatch = missing.empty() && !sig.is_ok();
+    for (int r = 0; r < size_ && (st.is_ok() || mismatch); ++r) {
       const TransferHandle& t = o->sig_send[static_cast<size_t>(r)];
       if (t) {
         Status s = wait_transfer(t, o->deadline);
-        if (!s.is_ok()) st = Status(s.code(), o->label() + ": " + s.message());
+        if (!s.is_ok() && st.is_ok()) st = Status(s.code(), o->label() + ": " + s.message());
       }
     }
   }
   if (!st.is_ok()) {
     if (o->ctl_recv) o->ctl_recv->withdraw_outstanding(st);
     if (o->ctl_send) o->ctl_send->withdraw_outstanding(st);
+    // What peers sent of it that no receive took, or send later (a late
+    // submitter, a peer that started partitions), must not stay in the
+    // store of early messages for good.
+    if (size_ > 1) engine_->mailbox().forget(o->name_hash, o->seq, kPartitionBits);
   }
   std::shared_ptr<AsyncOp> keep;
   {
@@ -249,10 +256,11 @@ void AsyncEngine::inspector_loop() {
     // complete before the next is submitted does not wake this thread (a
     // context switch) at every submission; the linger also bounds how long
     // a new operation waits for this thread to drive shared memory.
-    if (next == INT64_MAX && pending_.empty() && remembered_.empty()) {
-      if (inspect_cv_.wait_for(lock, std::chrono::milliseconds(kInspectorLingerMs), [this] {
-            return stop_ || !pending_.empty() || !remembered_.empty();
-          })) {
+    // (Frames remembered for operations not submitted here that it warned
+    // of already, or gave up on, need no more looks: a new one wakes it.)
+    if (next == INT64_MAX && pending_.empty()) {
+      if (inspect_cv_.wait_for(lock, std::chrono::milliseconds(kInspectorLingerMs),
+                               [this] { return stop_ || !pending_.empty(); })) {
         continue;
       }
       inspector_sleeping_ = true;

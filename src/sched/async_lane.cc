@@ -512,6 +512,9 @@ void AsyncLane::forget_locked(const OpKey& key) {
                                     }),
                      unpublished_.end());
   if (forgotten_.insert(key).second) keep_latest(&forgotten_, &forgotten_order_, key);
+  // Nor do the frames a peer sent of it on the message path (a kind
+  // mismatch) stay in the store of early messages.
+  engine_->mailbox().forget(key.first, key.second, AsyncEngine::kPartitionBits);
 }
 
 // Keeps `op` (failed by a peer's signature frame) to answer later frames.

@@ -57,6 +57,7 @@ Communicator::Communicator(int rank, int size, const CommOptions& opts)
     if (hook_target_ != nullptr) hook_target_->on_broken(why);
   });
   engine_.mailbox().set_control_hook([this](int src, const FrameHeader& h) {
+    bool drop = false;
     {
       std::lock_guard<std::mutex> lock(hook_mu_);
       if (hook_target_ != nullptr) {
@@ -64,13 +65,13 @@ Communicator::Communicator(int rank, int size, const CommOptions& opts)
         // possible is a failed allocation: the frame is then ignored and
         // the operation ends by its timeout).
         try {
-          hook_target_->on_control_frame(src, h.name_hash, h.seq, h.step, h.signature);
+          drop = hook_target_->on_control_frame(src, h.name_hash, h.seq, h.step, h.signature);
         } catch (...) {
           KF_LOG_ERROR("out of memory handling a control frame from rank " + std::to_string(src));
         }
       }
     }
-    return AsyncEngine::consumes(h.step);
+    return drop || AsyncEngine::consumes(h.step);
   });
   AsyncEngine* async = async_.get();
   step_tuner_.reset(new StepTuner(

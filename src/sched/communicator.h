@@ -104,6 +104,8 @@ class Communicator {
   const AlgoOptions& algo_options() const { return algo_; }
   // Asynchronous named operations (include/kungfu/async.h).
   AsyncEngine& async() { return *async_; }
+  // Bytes of early messages its mailbox holds (tests: nothing is left there).
+  size_t unexpected_bytes() { return engine_.mailbox().unexpected_bytes(); }
   // The online tuner of async_'s partition size and credit (KF_AUTOTUNE).
   StepTuner& step_tuner() { return *step_tuner_; }
   // Attaches `observer` (null: none). Not thread-safe: src/api calls it once,

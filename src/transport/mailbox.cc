@@ -102,6 +102,10 @@ Mailbox::Incoming Mailbox::begin(int src, const FrameHeader& h) {
     }
     return in;
   }
+  if (forgotten_locked(key)) {
+    in.discard = true;  // of an operation that failed here already
+    return in;
+  }
   if (unexpected_.count(key) != 0) {
     // Two frames with one key: a peer broke the protocol (or two names hash
     // alike). Keep the first; drop this one.
@@ -233,6 +237,39 @@ void Mailbox::cancel(const TransferHandle& t, const Status& why) {
     if (u != unexpected_.end() && u->second->claimer == t) u->second->claimer.reset();
   }
   t->cancel(why);
+}
+
+bool Mailbox::forgotten_locked(const MessageKey& key) const {
+  return !forgotten_.empty() && forgotten_.count({key.name_hash, key.seq >> forget_shift_}) != 0;
+}
+
+void Mailbox::forget(uint64_t name_hash, uint64_t op, unsigned shift) {
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    forget_shift_ = shift;
+    if (!forgotten_.insert({name_hash, op}).second) return;
+    forgotten_order_.push_back({name_hash, op});
+    if (forgotten_order_.size() > kForgottenOps) {
+      forgotten_.erase(forgotten_order_.front());
+      forgotten_order_.pop_front();
+    }
+    for (auto it = unexpected_.begin(); it != unexpected_.end();) {
+      const Stash& s = *it->second;
+      if (s.key.name_hash != name_hash || (s.key.seq >> shift) != op) {
+        ++it;
+        continue;
+      }
+      // One still arriving is counted off by finish(), as an orphan.
+      if (s.complete) {
+        unexpected_bytes_ -= s.len;
+        wake = true;
+      }
+      it = unexpected_.erase(it);
+    }
+    wake = wake && take_blocked_locked();
+  }
+  if (wake) on_space_();
 }
 
 Status Mailbox::deliver(int src, const FrameHeader& h, const void* data) {

@@ -8,10 +8,13 @@
 
 #include <atomic>
 #include <cstddef>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "transport/frame.h"
@@ -58,6 +61,14 @@ class Mailbox {
   Status deliver(int src, const FrameHeader& h, const void* data);
   // Fails every posted receive with `why` (the communicator broke).
   void fail_all(const Status& why);
+  // The messages of an operation that ended here before all of them came (it
+  // failed): those kept already are dropped, and those that come later are
+  // dropped on arrival, so that nothing waits in the store for a receive
+  // that will never be posted. An operation is the messages of `name_hash`
+  // whose seq >> `shift` is `op` (`shift` below 64, the same in every call).
+  // The latest kForgottenOps operations are remembered.
+  void forget(uint64_t name_hash, uint64_t op, unsigned shift);
+  static constexpr size_t kForgottenOps = 1024;
 
   // `peer` said goodbye: its goodbye is the last frame of its stream, so
   // every message it sent has arrived, and a receive from it that finds no
@@ -110,6 +121,16 @@ class Mailbox {
   size_t unexpected_bytes_ = 0;
   bool blocked_ = false;                      // a begin() said blocked since on_space_ last ran
   std::unordered_map<int, Status> departed_;  // peer -> why its receives fail
+  struct OpKeyHash {
+    size_t operator()(const std::pair<uint64_t, uint64_t>& k) const {
+      return static_cast<size_t>(k.first ^ (k.second * 0x9e3779b97f4a7c15ull));
+    }
+  };
+  // forget(): (name_hash, op), and the same in the order they came.
+  std::unordered_set<std::pair<uint64_t, uint64_t>, OpKeyHash> forgotten_;
+  std::deque<std::pair<uint64_t, uint64_t>> forgotten_order_;
+  unsigned forget_shift_ = 0;
+  bool forgotten_locked(const MessageKey& key) const;
   std::vector<int> indirect_;
   std::atomic<uint32_t> recv_spin_us_{0};
   std::atomic<WaitDriver*> recv_driver_{nullptr};
