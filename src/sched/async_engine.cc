@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <new>
 
 #include "base/config.h"
@@ -231,9 +232,16 @@ void AsyncEngine::send_signature(int peer, const AsyncOpSpec& spec, uint64_t nam
   std::unique_ptr<OpPeers> peers(new OpPeers(engine_, spec.name, name_hash,
                                              (seq << kPartitionBits) | kSigPartition, 0,
                                              Deadline::after_ms(timeout_ms_)));
-  peers->isend(peer, Tag{0, kSigStep}, buf.get(), kSigRecordBytes);
+  TransferHandle sent = peers->isend(peer, Tag{0, kSigStep}, buf.get(), kSigRecordBytes);
+  // Replies that are out need keeping no longer (one per mismatch: a long
+  // run must not keep them all); destroyed after the lock is released.
+  std::vector<LaneReply> out;
   std::lock_guard<std::mutex> lock(mu_);
-  lane_replies_.emplace_back(std::move(peers), std::move(buf));
+  auto sending = std::partition(lane_replies_.begin(), lane_replies_.end(),
+                                [](const LaneReply& r) { return r.sent && !r.sent->done(); });
+  std::move(sending, lane_replies_.end(), std::back_inserter(out));
+  lane_replies_.erase(sending, lane_replies_.end());
+  lane_replies_.push_back(LaneReply{std::move(peers), std::move(buf), std::move(sent)});
 }
 
 Fuser::Stats AsyncEngine::fusion_stats() const {

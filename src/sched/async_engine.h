@@ -447,8 +447,13 @@ class AsyncEngine {
   bool completer_idle_ = false;
 
   std::unique_ptr<AsyncLane> lane_;  // null: no lane
-  // Signature frames sent for the lane (kept until close()); guarded by mu_.
-  std::vector<std::pair<std::unique_ptr<OpPeers>, std::unique_ptr<char[]>>> lane_replies_;
+  // Signature frames sent for the lane, kept until sent; guarded by mu_.
+  struct LaneReply {
+    std::unique_ptr<OpPeers> peers;
+    std::unique_ptr<char[]> buf;
+    TransferHandle sent;
+  };
+  std::vector<LaneReply> lane_replies_;
 
   std::mutex obs_mu_;
   std::atomic<bool> has_observer_{false};
