@@ -741,11 +741,13 @@ bool AsyncEngine::on_control_frame(int src, uint64_t name_hash, uint64_t wire_se
     }
   }
   Remembered& r = remembered_[{name_hash, seq}];
-  if (r.first_ns == 0) {
-    r.first_ns = now_ns();
-    if (inspector_sleeping_) inspect_cv_.notify_one();  // it reports stalls of these too
-  }
+  if (r.first_ns == 0) r.first_ns = now_ns();
   if (step == kSigStep) {
+    if (r.submitted_by.empty()) {
+      // The inspector reports stalls of these too: it looks again.
+      ++remembered_gen_;
+      if (inspector_sleeping_) inspect_cv_.notify_one();
+    }
     r.submitted_by.insert(src);
     if (chunk > r.prefix) r.prefix = chunk;
   } else if (step == kGaveUpStep) {

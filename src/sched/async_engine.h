@@ -434,6 +434,7 @@ class AsyncEngine {
   std::thread inspector_;
   bool inspector_started_ = false;
   bool inspector_sleeping_ = false;  // asleep without end: a submission wakes it
+  uint64_t remembered_gen_ = 0;      // bumped when a remembered operation gets a submitter
   static constexpr int kInspectorLingerMs = 10;
   // Threads in help() driving transfers (written under mu_, read by the
   // fuser's timer without it).

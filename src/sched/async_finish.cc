@@ -84,7 +84,11 @@ void AsyncEngine::finalize(AsyncOp* o) {
     // Our own signature frames must be out before their buffer goes; after
     // a mismatch too, so that every peer sees it (withdrawn while still
     // queued behind data, they would leave a peer to time out instead).
-    const bool mismatch = missing.empty() && !sig.is_ok();
+    bool mismatch;
+    {
+      std::lock_guard<std::mutex> op_lock(o->mu);
+      mismatch = o->sig_mismatch;
+    }
     for (int r = 0; r < size_ && (st.is_ok() || mismatch); ++r) {
       const TransferHandle& t = o->sig_send[static_cast<size_t>(r)];
       if (t) {
@@ -259,8 +263,10 @@ void AsyncEngine::inspector_loop() {
     // (Frames remembered for operations not submitted here that it warned
     // of already, or gave up on, need no more looks: a new one wakes it.)
     if (next == INT64_MAX && pending_.empty()) {
-      if (inspect_cv_.wait_for(lock, std::chrono::milliseconds(kInspectorLingerMs),
-                               [this] { return stop_ || !pending_.empty(); })) {
+      const uint64_t gen = remembered_gen_;  // (a frame remembered meanwhile: look again)
+      if (inspect_cv_.wait_for(lock, std::chrono::milliseconds(kInspectorLingerMs), [&] {
+            return stop_ || !pending_.empty() || remembered_gen_ != gen;
+          })) {
         continue;
       }
       inspector_sleeping_ = true;

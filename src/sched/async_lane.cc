@@ -174,6 +174,7 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint6
   // thread instead (async.h): a callback that submits again must not nest
   // the next callback on its stack.
   const bool defer = in_completion_callback();
+  bool deferred = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     op->order = next_order_++;
@@ -231,6 +232,7 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint6
       for (auto& d : done) finished_.push_back(std::move(d));
       done.clear();
       wake = true;
+      deferred = true;
     }
   }
   dirty_.store(true);
@@ -239,6 +241,7 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint6
   if (!foreign.empty()) return;
   ring_peers();
   if (wake) thread_cv_.notify_one();
+  if (deferred) shm_->ring(me_);  // a driver asleep on the bell takes them
 }
 
 // Into ops_ (a kept node if there is one), counted as unready. False if an
@@ -999,7 +1002,8 @@ void AsyncLane::thread_loop() {
     urgent_ = false;
     waiters_drive = false;
     lock.unlock();
-    if (driver_mu_.try_lock()) {
+    const bool drove = driver_mu_.try_lock();
+    if (drove) {
       drive(
           [this] {
             if (want_.load() > 0) return true;
@@ -1012,6 +1016,9 @@ void AsyncLane::thread_loop() {
     }
     lock.lock();
     handoff_cv_.notify_all();  // waiters may drive now
+    // Another thread drives (it may be running a callback): a cycle before
+    // looking again, not a spin.
+    if (!drove && !closed_) wait(ThreadWait::kCycle, Clock::now() + cycle);
   }
 }
 

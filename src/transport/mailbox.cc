@@ -88,7 +88,7 @@ Mailbox::Incoming Mailbox::begin(int src, const FrameHeader& h) {
     in.discard = true;
     return in;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   auto it = posted_.find(key);
   if (it != posted_.end()) {
     TransferHandle t = it->second;
@@ -97,6 +97,9 @@ Mailbox::Incoming Mailbox::begin(int src, const FrameHeader& h) {
     if (why.empty()) {
       in.target = t;
     } else {
+      // Outside the lock: a cancelled transfer runs its listeners, which
+      // take engine locks (the mailbox's lock is always the innermost).
+      lock.unlock();
       t->cancel(invalid_usage(why));
       in.discard = true;
     }
@@ -279,7 +282,11 @@ Status Mailbox::deliver(int src, const FrameHeader& h, const void* data) {
     // bundle's bytes have been read from the stream already.
     std::lock_guard<std::mutex> lock(mu_);
     in.blocked = false;
-    in.error = new_stash_locked(key_of(src, h), h, &in.stash);
+    if (forgotten_locked(key_of(src, h))) {
+      in.discard = true;  // forgotten since begin()
+    } else {
+      in.error = new_stash_locked(key_of(src, h), h, &in.stash);
+    }
   }
   KF_RETURN_IF_ERROR(in.error);
   if (in.discard) return Status::ok();

@@ -68,6 +68,9 @@ class Mailbox {
   // whose seq >> `shift` is `op` (`shift` below 64, the same in every call).
   // The latest kForgottenOps operations are remembered.
   void forget(uint64_t name_hash, uint64_t op, unsigned shift);
+  // (The mailbox's lock is innermost: no call from it runs a transfer's
+  // listeners or the owner's callbacks with it held, so forget() may be
+  // called under any other lock.)
   static constexpr size_t kForgottenOps = 1024;
 
   // `peer` said goodbye: its goodbye is the last frame of its stream, so
