@@ -236,12 +236,12 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint6
     }
   }
   dirty_.store(true);
+  if (deferred) shm_->ring(me_);                  // a driver asleep on the bell takes them
   if (!foreign.empty()) thread_cv_.notify_one();  // the lane thread sends the replies
   complete(done);
   if (!foreign.empty()) return;
   ring_peers();
   if (wake) thread_cv_.notify_one();
-  if (deferred) shm_->ring(me_);  // a driver asleep on the bell takes them
 }
 
 // Into ops_ (a kept node if there is one), counted as unready. False if an

@@ -81,14 +81,22 @@ bool Mailbox::take_blocked_locked() {
 }
 
 Mailbox::Incoming Mailbox::begin(int src, const FrameHeader& h) {
-  MessageKey key = key_of(src, h);
-  Incoming in;
   if (h.step == kBundleStep) return begin_bundle(src, h);
   if (h.step >= kControlStepFirst && control_hook_ && control_hook_(src, h)) {
+    Incoming in;
     in.discard = true;
     return in;
   }
   std::unique_lock<std::mutex> lock(mu_);
+  return place_locked(src, h, true, &lock);
+}
+
+// Where a frame goes, the control hook aside (caller holds mu_ through
+// `lock`; it may come back released, after a cancel).
+Mailbox::Incoming Mailbox::place_locked(int src, const FrameHeader& h, bool may_block,
+                                        std::unique_lock<std::mutex>* lock) {
+  const MessageKey key = key_of(src, h);
+  Incoming in;
   auto it = posted_.find(key);
   if (it != posted_.end()) {
     TransferHandle t = it->second;
@@ -99,7 +107,7 @@ Mailbox::Incoming Mailbox::begin(int src, const FrameHeader& h) {
     } else {
       // Outside the lock: a cancelled transfer runs its listeners, which
       // take engine locks (the mailbox's lock is always the innermost).
-      lock.unlock();
+      lock->unlock();
       t->cancel(invalid_usage(why));
       in.discard = true;
     }
@@ -116,7 +124,7 @@ Mailbox::Incoming Mailbox::begin(int src, const FrameHeader& h) {
     in.discard = true;
     return in;
   }
-  if (full_locked(h.length)) {
+  if (may_block && full_locked(h.length)) {
     in.blocked = true;
     return in;
   }
@@ -279,14 +287,10 @@ Status Mailbox::deliver(int src, const FrameHeader& h, const void* data) {
   Incoming in = begin(src, h);
   if (in.blocked) {
     // Never held back: a local sender would wait for itself, and a
-    // bundle's bytes have been read from the stream already.
-    std::lock_guard<std::mutex> lock(mu_);
-    in.blocked = false;
-    if (forgotten_locked(key_of(src, h))) {
-      in.discard = true;  // forgotten since begin()
-    } else {
-      in.error = new_stash_locked(key_of(src, h), h, &in.stash);
-    }
+    // bundle's bytes have been read from the stream already. Placed anew:
+    // a receive may have been posted (or the operation forgotten) since.
+    std::unique_lock<std::mutex> lock(mu_);
+    in = place_locked(src, h, false, &lock);
   }
   KF_RETURN_IF_ERROR(in.error);
   if (in.discard) return Status::ok();

@@ -104,6 +104,8 @@ class Mailbox {
  private:
   void fill_from_stash(const TransferHandle& t, Stash& s);
   Incoming begin_bundle(int src, const FrameHeader& h);
+  Incoming place_locked(int src, const FrameHeader& h, bool may_block,
+                        std::unique_lock<std::mutex>* lock);
   Status finish_bundle(const Stash& bundle);
   // Whether the store is too full for `len` more bytes; if so, notes that a
   // reader is paused (caller holds mu_).
