@@ -1016,9 +1016,12 @@ void AsyncLane::thread_loop() {
     }
     lock.lock();
     handoff_cv_.notify_all();  // waiters may drive now
-    // Another thread drives (it may be running a callback): a cycle before
-    // looking again, not a spin.
-    if (!drove && !closed_) wait(ThreadWait::kCycle, Clock::now() + cycle);
+    // Another thread drives (it may be running a callback): with urgent
+    // work, which skips the waits above, a cycle before looking again, not
+    // a spin (that thread's step takes the work).
+    if (!drove && !closed_ && (!replies_.empty() || !finished_.empty())) {
+      wait(ThreadWait::kCycle, Clock::now() + cycle);
+    }
   }
 }
 
