@@ -170,10 +170,6 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint6
 
   Done done;
   bool wake = false;
-  // Inside a completion callback, what completes here goes to the lane
-  // thread instead (async.h): a callback that submits again must not nest
-  // the next callback on its stack.
-  const bool defer = in_completion_callback();
   bool deferred = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -215,7 +211,7 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint6
         unpublished_.push_back(rec);  // the ring is full: a driver publishes it later
         flush_unpublished_locked();
       }
-      if (!finished_.empty() && !defer) done.swap(finished_);  // a tiny operation, all records in
+      if (!finished_.empty()) done.swap(finished_);  // a tiny operation, all records in
       if (bytes > opts_.wake_bytes) urgent_ = true;
       // Wake the lane thread only out of a wait that this changes (no
       // system call per submission while it waits out a grace or drives).
@@ -228,7 +224,11 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint6
       // a busy machine, all of a step's) make no system call of their own.
       if (wake) thread_wait_ = ThreadWait::kNone;
     }
-    if (defer && !closed_ && (!done.empty() || !finished_.empty())) {
+    // Inside a completion callback, what completes here goes to the lane
+    // thread instead (async.h): a callback that submits again must not nest
+    // the next callback on its stack. (Asked only when something completes
+    // here: a thread-local read in a shared library costs a call.)
+    if (!done.empty() && !closed_ && in_completion_callback()) {
       for (auto& d : done) finished_.push_back(std::move(d));
       done.clear();
       wake = true;
