@@ -115,16 +115,16 @@ typedef struct kf_request* kf_request_t;
  * Completion callback. Called exactly once per operation, with its final
  * status, on an engine thread or on a thread inside kf_request_wait*(),
  * kf_request_test() or a kf_i* call: an operation may complete inside its
- * own kf_i* call, its
- * callback running before that call returns (and before it stores the
- * request handle); on a one-rank communicator a small operation does, and
- * so does a fused all_reduce whose peers' data is all in already, and on
- * shared memory a tiny one whose peers submitted it already (unless the
- * kf_i* call is made from such a callback: then another thread completes
- * it, so that callbacks that submit again never nest). So a caller must not
- * hold, across a kf_i* call or kf_request_test(), a lock that its callback
- * takes. Inside a callback kf_comm_destroy() is refused (KF_ERR_INVALID_USAGE). The callback runs
- * before the request becomes complete: inside it, kf_request_test() on `req` still reports
+ * own kf_i* call, its callback running before that call returns (and before
+ * it stores the request handle); on a one-rank communicator a small
+ * operation does, and so does a fused all_reduce whose peers' data is all in
+ * already, and on shared memory a tiny one whose peers submitted it already
+ * (unless the kf_i* call is made from such a callback: then another thread
+ * completes it, so that callbacks that submit again never nest). So a
+ * caller must not hold, across a kf_i* call or kf_request_test(), a lock
+ * that its callback takes. Inside a callback kf_comm_destroy() is refused
+ * (KF_ERR_INVALID_USAGE). The callback runs before the request becomes
+ * complete: inside it, kf_request_test() on `req` still reports
  * KF_IN_PROGRESS, and it must not wait for or free `req`. It may submit new
  * operations and test requests, but not wait for one still in progress (the
  * thread running it may be the one that would have to complete it):

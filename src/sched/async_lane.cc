@@ -52,17 +52,6 @@ constexpr size_t kForgotten = 1024;
 // deadline, is never appended for it (see in_time_locked()).
 constexpr int64_t kTinyMarginMs = 50;
 
-// `key` was just added to `table`: it is remembered in `order`, and the
-// oldest key leaves both once there are more than kForgotten.
-template <typename Table>
-void keep_latest(Table* table, std::deque<OpKey>* order, const OpKey& key) {
-  order->push_back(key);
-  if (order->size() > kForgotten) {
-    table->erase(order->front());
-    order->pop_front();
-  }
-}
-
 }  // namespace
 
 struct LaneOp {
@@ -514,7 +503,7 @@ void AsyncLane::forget_locked(const OpKey& key) {
                                       return r.name_hash == key.first && r.seq == key.second;
                                     }),
                      unpublished_.end());
-  if (forgotten_.insert(key).second) keep_latest(&forgotten_, &forgotten_order_, key);
+  if (forgotten_.insert(key).second) keep_latest(&forgotten_, &forgotten_order_, key, kForgotten);
   // Nor do the frames a peer sent of it on the message path (a kind
   // mismatch) stay in the store of early messages.
   engine_->mailbox().forget(key.first, key.second, AsyncEngine::kPartitionBits);
@@ -523,7 +512,7 @@ void AsyncLane::forget_locked(const OpKey& key) {
 // Keeps `op` (failed by a peer's signature frame) to answer later frames.
 void AsyncLane::foreign_failed_locked(const std::shared_ptr<LaneOp>& op) {
   if (foreign_failed_.emplace(op->key(), op).second) {
-    keep_latest(&foreign_failed_, &foreign_order_, op->key());
+    keep_latest(&foreign_failed_, &foreign_order_, op->key(), kForgotten);
   }
 }
 
@@ -786,7 +775,7 @@ uint64_t AsyncLane::run_entry(const LaneEntry& e) {
       } else {
         // (The key leaves the table early if this rank submits it.)
         if (withdrawn_.insert({e.name_hash, e.seq}).second) {
-          keep_latest(&withdrawn_, &withdrawn_order_, {e.name_hash, e.seq});
+          keep_latest(&withdrawn_, &withdrawn_order_, OpKey{e.name_hash, e.seq}, kForgotten);
         }
       }
       forget_locked({e.name_hash, e.seq});

@@ -82,6 +82,7 @@
 
 #include "algo/shm_collectives.h"
 #include "base/deadline.h"
+#include "base/latest_keys.h"
 #include "base/status.h"
 #include "sched/async_engine.h"
 #include "sched/engine.h"
@@ -172,9 +173,7 @@ class AsyncLane {
     std::shared_ptr<LaneOp> op;
   };
   using Done = std::vector<std::shared_ptr<LaneOp>>;
-  struct KeyHash {
-    size_t operator()(const OpKey& k) const { return k.first ^ (k.second * 0x9e3779b97f4a7c15ull); }
-  };
+  using KeyHash = U64PairHash;
   using MatchMap = std::unordered_map<OpKey, Match, KeyHash>;
   using OpMap = std::unordered_map<OpKey, std::shared_ptr<LaneOp>, KeyHash>;
   enum class ThreadWait { kNone, kIdle, kCycle, kGrace };  // see thread_wait_

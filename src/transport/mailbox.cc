@@ -259,12 +259,9 @@ void Mailbox::forget(uint64_t name_hash, uint64_t op, unsigned shift) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     forget_shift_ = shift;
-    if (!forgotten_.insert({name_hash, op}).second) return;
-    forgotten_order_.push_back({name_hash, op});
-    if (forgotten_order_.size() > kForgottenOps) {
-      forgotten_.erase(forgotten_order_.front());
-      forgotten_order_.pop_front();
-    }
+    const std::pair<uint64_t, uint64_t> key{name_hash, op};
+    if (!forgotten_.insert(key).second) return;
+    keep_latest(&forgotten_, &forgotten_order_, key, kForgottenOps);
     for (auto it = unexpected_.begin(); it != unexpected_.end();) {
       const Stash& s = *it->second;
       if (s.key.name_hash != name_hash || (s.key.seq >> shift) != op) {

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/latest_keys.h"
 #include "transport/frame.h"
 #include "transport/transfer.h"
 
@@ -126,13 +127,8 @@ class Mailbox {
   size_t unexpected_bytes_ = 0;
   bool blocked_ = false;                      // a begin() said blocked since on_space_ last ran
   std::unordered_map<int, Status> departed_;  // peer -> why its receives fail
-  struct OpKeyHash {
-    size_t operator()(const std::pair<uint64_t, uint64_t>& k) const {
-      return static_cast<size_t>(k.first ^ (k.second * 0x9e3779b97f4a7c15ull));
-    }
-  };
   // forget(): (name_hash, op), and the same in the order they came.
-  std::unordered_set<std::pair<uint64_t, uint64_t>, OpKeyHash> forgotten_;
+  std::unordered_set<std::pair<uint64_t, uint64_t>, U64PairHash> forgotten_;
   std::deque<std::pair<uint64_t, uint64_t>> forgotten_order_;
   unsigned forget_shift_ = 0;
   bool forgotten_locked(const MessageKey& key) const;
