@@ -70,17 +70,18 @@
  * all_reduce (a staging area of its own), in an order the ranks agree on
  * through shared memory: partitions of operations that every rank submitted,
  * the most urgent first, one at a time. There fusion takes another form:
- * the small ready operations (of one dtype and op, at most
- * KF_FUSION_THRESHOLD_BYTES each; in all at most KF_FUSION_BUNDLE_BYTES,
- * KF_SHM_ONE_SHOT_BYTES and a staging buffer) next in priority order run
- * together as one pass with one barrier.
+ * when the most urgent ready operation is one partition, it and the
+ * single-partition ready operations next in priority order (of one dtype
+ * and op; in all at most KF_FUSION_PASS_BYTES, default 4 MiB) run together
+ * as one pass over their buffers laid end to end, sharing its barriers.
  * KF_ASYNC_ARENA=0 turns this off. Everything else moves over the peer
  * rings (shared memory or TCP). Small single-partition operations (up to
  * 64 KiB) start at submission; larger ones once every rank submitted them.
  *
  * Knobs (see kfinfo): KF_PARTITION_BYTES (default partition size),
  * KF_CREDIT_BYTES (credit window), KF_STALL_WARN_MS, KF_FUSION_THRESHOLD_BYTES,
- * KF_FUSION_BUNDLE_BYTES, KF_FUSION_CYCLE_US, KF_ASYNC_ARENA.
+ * KF_FUSION_BUNDLE_BYTES, KF_FUSION_PASS_BYTES, KF_FUSION_CYCLE_US,
+ * KF_ASYNC_ARENA.
  *
  * C99; compiles on its own as C and as C++.
  */

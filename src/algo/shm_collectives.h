@@ -4,13 +4,14 @@
 // staging buffer, one barrier, then every rank reduces all staging buffers
 // in rank order into its output: identical bits everywhere, one barrier.
 // Large messages (staged reduce-scatter + all-gather): the message is cut in
-// rounds of one staging buffer, n pieces each. Each rank stages the pieces
-// the others own; after a barrier, rank r reduces piece r (its own input read
+// rounds of one staging buffer, n shares each. Each rank stages the shares
+// the others own; after a barrier, rank r reduces share r (its own input read
 // in place, the others' from their staging) into its output and publishes it
-// in its staging; after a second barrier every rank copies the other pieces
+// in its staging; after a second barrier every rank copies the other shares
 // out. Rounds are cache sized, so staging traffic mostly stays in cache, and
 // the two staging buffers alternate by round, so no third barrier is needed.
 // Messages up to `one_shot_max_bytes` (and one staging buffer) go one shot.
+// Single-copy mode (SharedArena::single_copy) applies to one operation only.
 #pragma once
 
 #include <cstddef>
@@ -25,23 +26,25 @@ namespace kf {
 Status arena_all_reduce(SharedArena& a, uint32_t signature, const void* send, void* recv,
                         size_t count, kf_dtype_t dtype, kf_op_t op, size_t one_shot_max_bytes);
 
-// Fused all_reduce: several small operations of one dtype and op in one pass,
-// one shot (every rank stages each input at a 64-byte aligned offset of its
-// staging buffer, one barrier, every rank reduces each into its output), so
-// they share one barrier instead of paying one each.
+// Several all_reduces of one dtype and op in one pass, so that they share its
+// barriers: operation i reduces pieces[i].count elements from pieces[i].send
+// (which may equal pieces[i].recv) into pieces[i].recv.
 struct ArenaPiece {
-  const void* send;  // count elements (may equal recv)
+  const void* send;
   void* recv;
   size_t count;
 };
-// Staging bytes one operation of `bytes` takes in a fused pass.
+// Staging bytes one operation of `bytes` takes in a one-shot pass.
 inline size_t arena_fused_footprint(size_t bytes) {
   return (bytes + 63) / 64 * 64;
 }
-// `pieces`: `n` operations whose footprints add up to at most one staging
-// buffer (else KF_ERR_INVALID_USAGE, before any barrier). `signature`: the
-// digest of the whole pass, equal on every rank (checked as above).
-Status arena_all_reduce_fused(SharedArena& a, uint32_t signature, const ArenaPiece* pieces,
-                              size_t n, kf_dtype_t dtype, kf_op_t op);
+// Runs one shot when the footprints add up to at most `one_shot_max_bytes`
+// and one staging buffer (each input at a 64-byte aligned offset of the
+// staging buffer, one barrier); else staged as above over the pieces laid
+// end to end (a round and a rank's share may span operations). `signature`:
+// the digest of the whole pass, equal on every rank (checked as above).
+// arena_all_reduce() is this with one piece.
+Status arena_all_reduce_pieces(SharedArena& a, uint32_t signature, const ArenaPiece* pieces,
+                               size_t n, kf_dtype_t dtype, kf_op_t op, size_t one_shot_max_bytes);
 
 }  // namespace kf

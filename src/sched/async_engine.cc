@@ -192,11 +192,7 @@ void AsyncEngine::enable_lane(ShmTransport* shm, bool single_copy, size_t one_sh
   lo.one_shot_bytes = one_shot_bytes;
   if (fusion_threshold_ > 0) {
     lo.wake_bytes = fusion_threshold_;
-    // A fused pass is one shot, in one staging buffer, at most a bundle.
-    lo.fuse_bytes = fusion_threshold_;
-    lo.fuse_pass_bytes =
-        std::min<uint64_t>({knob_bytes(Knob::KF_FUSION_BUNDLE_BYTES, FusionOptions().max_bytes),
-                            one_shot_bytes, shm->staging_bytes()});
+    lo.pass_bytes = std::max<int64_t>(0, knob_int(Knob::KF_FUSION_PASS_BYTES));
   }
   lo.cycle_us = std::max<int64_t>(1, knob_int(Knob::KF_FUSION_CYCLE_US));
   lane_.reset(new AsyncLane(

@@ -559,17 +559,18 @@ void AsyncLane::complete(const Done& done) {
 
 // ---- the log --------------------------------------------------------------
 
-// Whether `op` may share a fused pass: one partition of 1..fuse_bytes bytes.
+// Whether `op` may share a fused pass: one partition of more than a record's
+// payload (tiny ones complete from the records) and at most a pass.
 bool AsyncLane::fusable(const LaneOp& op) const {
   const uint64_t bytes = op.bytes();
-  return op.parts == 1 && bytes > LaneRecord::kPayloadBytes && bytes <= opts_.fuse_bytes &&
-         arena_fused_footprint(bytes) <= opts_.fuse_pass_bytes;
+  return op.parts == 1 && bytes > LaneRecord::kPayloadBytes && bytes <= opts_.pass_bytes;
 }
 
 // What to append at the log's end, into batch_ (returns how many entries; 0:
 // nothing): a withdrawal of an operation that timed out unready, else the
 // next partition of the most urgent ready operation, or, when that one is
-// small, a fused pass of it and the small ready operations after it.
+// one partition, a fused pass of it and the single-partition ready
+// operations after it.
 size_t AsyncLane::decide_locked() {
   int64_t now = -1;  // read at the first unready operation: none, no clock
   const int64_t warn_ns = opts_.stall_warn_ms * 1000000;
@@ -619,13 +620,12 @@ size_t AsyncLane::decide_locked() {
   if (fusable(head)) {
     // In priority order, up to the first that does not fit: fusion never
     // lets an operation overtake a more urgent one.
-    uint64_t staged = arena_fused_footprint(head.bytes());
+    uint64_t bytes = head.bytes();
     for (auto it = std::next(ready_.begin()); it != ready_.end() && n < LaneLog::kMaxBatch; ++it) {
       const LaneOp& op = *it->second;
       if (!fusable(op) || op.spec.dtype != head.spec.dtype || op.spec.op != head.spec.op) break;
-      const uint64_t bytes = arena_fused_footprint(op.bytes());
-      if (staged + bytes > opts_.fuse_pass_bytes) break;
-      staged += bytes;
+      if (bytes + op.bytes() > opts_.pass_bytes) break;
+      bytes += op.bytes();
       batch_[n++] = entry(op, kFuse);
     }
   }
@@ -671,8 +671,8 @@ Status AsyncLane::run_fused_pass() {
   const LaneOp& head = *fused_.front();
   OpArena arena(shm_, 1, engine_, Deadline::after_ms(opts_.timeout_ms), &next_buffer_,
                 opts_.single_copy);
-  Status st = arena_all_reduce_fused(arena, digest, pieces.data(), pieces.size(), head.spec.dtype,
-                                     static_cast<kf_op_t>(head.spec.op));
+  Status st = arena_all_reduce_pieces(arena, digest, pieces.data(), pieces.size(), head.spec.dtype,
+                                      static_cast<kf_op_t>(head.spec.op), opts_.one_shot_bytes);
   for (const auto& op : fused_) {
     emit_(AsyncEvent::Type::kPartitionDone, op->spec.name, op->seq, 0, 1, op->spec.priority,
           op->bytes(), st);

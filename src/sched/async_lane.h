@@ -24,12 +24,15 @@
 //     queued partitions of bulky ones at the next partition boundary, and
 //     the bytes in flight are one partition (the credit window). No
 //     deadlock: every entry names an operation every rank submitted.
-//     Fusion: when the most urgent ready operation is small (at most
-//     fuse_bytes), the appender packs it and the small ready operations
-//     after it in priority order (same dtype and op, while they fit
-//     fuse_pass_bytes) into one pass: one batch of entries, appended at
-//     once, that every rank runs as one fused one-shot all_reduce (one
-//     barrier for all of them). Each operation keeps its own buffers.
+//     Fusion: when the most urgent ready operation is one partition, the
+//     appender packs it and the single-partition ready operations after it
+//     in priority order (same dtype and op, while their bytes fit
+//     pass_bytes, at most a partition) into one pass: one batch of entries,
+//     appended at once, that every rank runs as one all_reduce over their
+//     buffers laid end to end (arena_all_reduce_pieces(): one shot with one
+//     barrier for all of them, or staged rounds that span operations). Each
+//     operation keeps its own buffers; the pass copies what a pass of each
+//     would, and saves their barriers and log entries.
 //  4. Timeout: a driver whose operation passed its deadline unready appends
 //     a withdrawal; every rank that submitted it fails it with the timeout,
 //     naming the ranks that never did, and a rank that submits it later
@@ -100,11 +103,9 @@ struct LaneOptions {
   size_t one_shot_bytes = 0;    // KF_SHM_ONE_SHOT_BYTES
   uint64_t wake_bytes = 16384;  // operations above this wake the lane thread
   int64_t cycle_us = 1000;      // else the lane thread drives after this
-  // Fusion (see 3.): operations of 1..fuse_bytes bytes share a pass of at
-  // most fuse_pass_bytes staging bytes (at most one staging buffer and
-  // the one-shot limit). 0: no fusion.
-  uint64_t fuse_bytes = 0;
-  uint64_t fuse_pass_bytes = 0;
+  // Fusion (see 3.): single-partition operations share a pass of at most
+  // pass_bytes bytes (KF_FUSION_PASS_BYTES). 0: one operation per pass.
+  uint64_t pass_bytes = 0;
 };
 
 class AsyncLane {

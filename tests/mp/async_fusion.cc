@@ -379,8 +379,11 @@ int run_count_bundles(kf_comm_t comm, int rank, int n) {
   return fails;
 }
 
-// The lane's fusion (sched/async_lane.h): fused passes hold the ready small
-// operations in priority order, of one dtype and op, up to one bundle.
+// The lane's fusion (sched/async_lane.h): fused passes hold the ready
+// single-partition operations in priority order, of one dtype and op, up to
+// KF_FUSION_PASS_BYTES: small ones in one shot, larger ones staged in rounds
+// of a staging buffer that span operations (odd sizes: a rank's share of a
+// round starts and ends inside operations), every third in place.
 int run_lane_passes(kf_comm_t comm, int rank, int n) {
   struct Group {
     kf_dtype_t dtype;
@@ -388,11 +391,13 @@ int run_lane_passes(kf_comm_t comm, int rank, int n) {
     size_t count;  // elements per operation
     int ops;
   };
-  // 8 x 1 KiB, 8 x 400 B, 4 x 16 KiB (exactly one 64 KiB bundle), 4 x 800 B.
-  const Group groups[] = {{KF_FLOAT32, KF_SUM, 256, 8},
-                          {KF_INT32, KF_MAX, 100, 8},
-                          {KF_FLOAT64, KF_SUM, 2048, 4},
-                          {KF_FLOAT64, KF_AVG, 100, 4}};
+  // 8 x 1 KiB, 8 x 400 B, 4 x 16 KiB (64 KiB: one shot), 4 x 800 B, then
+  // staged: 6 x 300 KiB + 4 B (1.8 MB, more than one staging buffer at
+  // np 2..4) and 3 x 312.5 KiB + 8 B of averages.
+  const Group groups[] = {{KF_FLOAT32, KF_SUM, 256, 8},  {KF_INT32, KF_MAX, 100, 8},
+                          {KF_FLOAT64, KF_SUM, 2048, 4}, {KF_FLOAT64, KF_AVG, 100, 4},
+                          {KF_INT32, KF_SUM, 76801, 6},  {KF_FLOAT64, KF_AVG, 40001, 3}};
+  const uint64_t want_passes = 6, want_fused = 33;
   struct Case {
     kf_dtype_t dtype;
     kf_op_t op;
@@ -421,6 +426,8 @@ int run_lane_passes(kf_comm_t comm, int rank, int n) {
     c.send.resize(c.count * dsize(c.dtype));
     for (size_t i = 0; i < c.count; ++i) put(c.dtype, c.send.data(), i, value_of(c, rank, j, i));
     c.recv.assign(c.send.size(), 0x7f);
+    // Every third in place (recv holds the input; send is not read).
+    if (j % 3 == 2) c.recv = c.send;
   }
   std::vector<size_t> order(cases.size());
   for (size_t j = 0; j < order.size(); ++j) order[j] = j;
@@ -442,7 +449,8 @@ int run_lane_passes(kf_comm_t comm, int rank, int n) {
     o.callback = on_complete;
     o.user_data = &c;
     const std::string name = "lane." + std::to_string(j);
-    if (kf_iall_reduce(comm, name.c_str(), c.send.data(), c.recv.data(), c.count, c.dtype, c.op, &o,
+    const void* send = j % 3 == 2 ? c.recv.data() : c.send.data();
+    if (kf_iall_reduce(comm, name.c_str(), send, c.recv.data(), c.count, c.dtype, c.op, &o,
                        &c.req) != KF_SUCCESS) {
       std::printf("FAIL rank %d: submit %s: %s\n", rank, name.c_str(), kf_comm_last_error(comm));
       return 1;
@@ -475,12 +483,13 @@ int run_lane_passes(kf_comm_t comm, int rank, int n) {
   }
   const uint64_t passes = after.fused_passes - before.fused_passes,
                  fused = after.fused_ops - before.fused_ops;
-  if (wrong > 0 || out_of_order > 0 || passes != 4 || fused != 24) ++fails;
+  if (wrong > 0 || out_of_order > 0 || passes != want_passes || fused != want_fused) ++fails;
   std::printf(
       "%s rank %d: %zu all_reduces, %zu wrong elements, %zu out of priority order; %llu fused "
-      "passes of %llu operations (want 4 of 24)\n",
+      "passes of %llu operations (want %llu of %llu)\n",
       fails == 0 ? "PASS" : "FAIL", rank, cases.size(), wrong, out_of_order,
-      static_cast<unsigned long long>(passes), static_cast<unsigned long long>(fused));
+      static_cast<unsigned long long>(passes), static_cast<unsigned long long>(fused),
+      static_cast<unsigned long long>(want_passes), static_cast<unsigned long long>(want_fused));
   return fails;
 }
 
