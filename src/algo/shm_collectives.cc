@@ -24,9 +24,9 @@ Status check_signatures(SharedArena& a, int which, uint32_t signature) {
 // within one piece: fn(piece, first element in it, elements, elements of
 // the range before the run).
 template <typename Fn>
-void for_each_run(const ArenaPiece* pieces, size_t n, size_t begin, size_t len, Fn&& fn) {
+void for_each_run(const ArenaPiece* pieces, size_t npieces, size_t begin, size_t len, Fn&& fn) {
   size_t start = 0, at = 0;  // the piece's first element in the whole; done of the range
-  for (size_t i = 0; i < n && at < len; start += pieces[i].count, ++i) {
+  for (size_t i = 0; i < npieces && at < len; start += pieces[i].count, ++i) {
     const size_t end = start + pieces[i].count;
     if (begin + at >= end) continue;
     const size_t first = begin + at - start;
@@ -39,14 +39,14 @@ void for_each_run(const ArenaPiece* pieces, size_t n, size_t begin, size_t len, 
 // One shot: every rank stages each input at a 64-byte aligned offset of its
 // staging buffer, one barrier, every rank reduces each in rank order into its
 // output (so every rank gets the same bits).
-Status one_shot_all_reduce(SharedArena& a, uint32_t signature, const ArenaPiece* pieces, size_t n,
-                           kf_dtype_t dtype, kf_op_t op) {
+Status one_shot_all_reduce(SharedArena& a, uint32_t signature, const ArenaPiece* pieces,
+                           size_t npieces, kf_dtype_t dtype, kf_op_t op) {
   const size_t es = dtype_size(dtype);
   const int w = a.next_buffer();
   a.publish_signature(w, signature);
   char* mine = a.buffer(a.rank(), w);
   size_t off = 0;
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < npieces; ++i) {
     const size_t bytes = pieces[i].count * es;
     // A zero-length call still publishes its signature and meets the others
     // (its buffers may be NULL, which memcpy must not see even for 0 bytes).
@@ -56,7 +56,7 @@ Status one_shot_all_reduce(SharedArena& a, uint32_t signature, const ArenaPiece*
   KF_RETURN_IF_ERROR(a.barrier());
   KF_RETURN_IF_ERROR(check_signatures(a, w, signature));
   off = 0;
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < npieces; ++i) {
     const ArenaPiece& p = pieces[i];
     if (p.count > 0) {
       reduce_to(dtype, op, p.recv, a.buffer(0, w) + off, a.buffer(1, w) + off, p.count);
@@ -81,19 +81,19 @@ Share share(size_t m, int n, int j) {
 }
 
 // Staged over the pieces laid end to end: rounds and the ranks' shares cut
-// that whole, whatever the operations' boundaries. `x`: one operation's
-// piece within a run.
-Status staged_all_reduce(SharedArena& a, uint32_t signature, const ArenaPiece* pieces, size_t np,
-                         kf_dtype_t dtype, kf_op_t op) {
+// that whole, whatever the operations' boundaries (in the lambdas, `x` is
+// the piece a run lies in).
+Status staged_all_reduce(SharedArena& a, uint32_t signature, const ArenaPiece* pieces,
+                         size_t npieces, kf_dtype_t dtype, kf_op_t op) {
   const int n = a.size();
   const int r = a.rank();
   const size_t es = dtype_size(dtype);
   size_t count = 0;
-  for (size_t i = 0; i < np; ++i) count += pieces[i].count;
+  for (size_t i = 0; i < npieces; ++i) count += pieces[i].count;
   // Single copy (one operation only: peers read one address of ours): peers
-  // read finished pieces straight from our output, so we need not publish
+  // read finished shares straight from our output, so we need not publish
   // them in staging. Exposed before the first barrier.
-  const bool direct = a.single_copy() && np == 1;
+  const bool direct = a.single_copy() && npieces == 1;
   if (direct) a.expose(pieces[0].recv);
   // A round fills one staging buffer: n shares, each a multiple of 64 bytes.
   const size_t share_elems =
@@ -108,7 +108,7 @@ Status staged_all_reduce(SharedArena& a, uint32_t signature, const ArenaPiece* p
     for (int j = 0; j < n; ++j) {
       if (j == r) continue;
       const Share p = share(m, n, j);
-      for_each_run(pieces, np, base + p.begin, p.len,
+      for_each_run(pieces, npieces, base + p.begin, p.len,
                    [&](const ArenaPiece& x, size_t first, size_t len, size_t at) {
                      std::memcpy(mine + (p.begin + at) * es,
                                  static_cast<const char*>(x.send) + first * es, len * es);
@@ -117,12 +117,12 @@ Status staged_all_reduce(SharedArena& a, uint32_t signature, const ArenaPiece* p
     KF_RETURN_IF_ERROR(a.barrier());
     if (base == 0) KF_RETURN_IF_ERROR(check_signatures(a, w, signature));
     const Share own = share(m, n, r);
-    for_each_run(pieces, np, base + own.begin, own.len,
+    for_each_run(pieces, npieces, base + own.begin, own.len,
                  [&](const ArenaPiece& x, size_t first, size_t len, size_t at) {
                    char* out = static_cast<char*>(x.recv) + first * es;
                    const size_t off = (own.begin + at) * es;
                    // Start from our own input (read in place; in place it
-                   // already is `out`), then fold in the others' staged pieces.
+                   // already is `out`), then fold in the others' staged shares.
                    const char* own_in = static_cast<const char*>(x.send) + first * es;
                    if (own_in != out) std::memcpy(out, own_in, len * es);
                    for (int j = 0; j < n; ++j) {
@@ -142,7 +142,7 @@ Status staged_all_reduce(SharedArena& a, uint32_t signature, const ArenaPiece* p
         continue;
       }
       const char* theirs = a.buffer(j, w) + p.begin * es;
-      for_each_run(pieces, np, base + p.begin, p.len,
+      for_each_run(pieces, npieces, base + p.begin, p.len,
                    [&](const ArenaPiece& x, size_t first, size_t len, size_t at) {
                      std::memcpy(static_cast<char*>(x.recv) + first * es, theirs + at * es,
                                  len * es);
@@ -164,22 +164,24 @@ Status arena_all_reduce(SharedArena& a, uint32_t signature, const void* send, vo
 }
 
 Status arena_all_reduce_pieces(SharedArena& a, uint32_t signature, const ArenaPiece* pieces,
-                               size_t n, kf_dtype_t dtype, kf_op_t op, size_t one_shot_max_bytes) {
+                               size_t npieces, kf_dtype_t dtype, kf_op_t op,
+                               size_t one_shot_max_bytes) {
   const size_t es = dtype_size(dtype);
   if (a.size() == 1) {
-    for (size_t i = 0; i < n; ++i) {
+    for (size_t i = 0; i < npieces; ++i) {
       const ArenaPiece& p = pieces[i];
       if (p.send != p.recv && p.count > 0) std::memcpy(p.recv, p.send, p.count * es);
       if (op == KF_AVG) finish_average(dtype, p.recv, p.count, 1);
     }
     return Status::ok();
   }
-  size_t staged = 0;  // bytes one shot stages
-  for (size_t i = 0; i < n; ++i) staged += arena_fused_footprint(pieces[i].count * es);
-  if (staged <= std::min(one_shot_max_bytes, a.buffer_bytes())) {
-    return one_shot_all_reduce(a, signature, pieces, n, dtype, op);
+  size_t footprint = 0;  // what one shot stages
+  for (size_t i = 0; i < npieces; ++i) footprint += arena_fused_footprint(pieces[i].count * es);
+  // (The buffer is a multiple of 64 bytes: the rounded limit still fits it.)
+  if (footprint <= arena_fused_footprint(std::min(one_shot_max_bytes, a.buffer_bytes()))) {
+    return one_shot_all_reduce(a, signature, pieces, npieces, dtype, op);
   }
-  return staged_all_reduce(a, signature, pieces, n, dtype, op);
+  return staged_all_reduce(a, signature, pieces, npieces, dtype, op);
 }
 
 }  // namespace kf

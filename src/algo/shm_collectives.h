@@ -10,7 +10,8 @@
 // in its staging; after a second barrier every rank copies the other shares
 // out. Rounds are cache sized, so staging traffic mostly stays in cache, and
 // the two staging buffers alternate by round, so no third barrier is needed.
-// Messages up to `one_shot_max_bytes` (and one staging buffer) go one shot.
+// Messages up to `one_shot_max_bytes` (rounded up to 64; at most one staging
+// buffer) go one shot.
 // Single-copy mode (SharedArena::single_copy) applies to one operation only.
 #pragma once
 
@@ -21,30 +22,38 @@
 
 namespace kf {
 
+// Reduces `count` elements of `dtype` with `op` from every rank's `send`
+// into every rank's `recv` (send == recv: in place; count 0 may pass NULL).
 // `signature` is the operation's digest of (kind, count, dtype, op); ranks
 // that disagree all fail with KF_ERR_INVALID_USAGE after the first barrier.
+// `one_shot_max_bytes`: see arena_all_reduce_pieces().
 Status arena_all_reduce(SharedArena& a, uint32_t signature, const void* send, void* recv,
                         size_t count, kf_dtype_t dtype, kf_op_t op, size_t one_shot_max_bytes);
 
 // Several all_reduces of one dtype and op in one pass, so that they share its
 // barriers: operation i reduces pieces[i].count elements from pieces[i].send
-// (which may equal pieces[i].recv) into pieces[i].recv.
+// into pieces[i].recv. send may equal recv (in place); otherwise no two
+// buffers of a pass may overlap.
 struct ArenaPiece {
   const void* send;
   void* recv;
   size_t count;
 };
-// Staging bytes one operation of `bytes` takes in a one-shot pass.
+// Staging bytes one operation of `bytes` takes in a one-shot pass (each
+// input starts at a 64-byte aligned offset of the staging buffer).
 inline size_t arena_fused_footprint(size_t bytes) {
   return (bytes + 63) / 64 * 64;
 }
-// Runs one shot when the footprints add up to at most `one_shot_max_bytes`
-// and one staging buffer (each input at a 64-byte aligned offset of the
-// staging buffer, one barrier); else staged as above over the pieces laid
-// end to end (a round and a rank's share may span operations). `signature`:
-// the digest of the whole pass, equal on every rank (checked as above).
+// `pieces`: the `npieces` operations, in an order equal on every rank.
+// Runs one shot when their footprints add up to at most `one_shot_max_bytes`
+// (rounded up to 64) and one staging buffer; else staged as above over the
+// pieces laid end to end (a round and a rank's share may span operations;
+// single copy only for one piece). `signature`: the digest of the whole
+// pass, equal on every rank (checked as above); `one_shot_max_bytes` must
+// be equal on every rank too (the communicator agrees it at init).
 // arena_all_reduce() is this with one piece.
 Status arena_all_reduce_pieces(SharedArena& a, uint32_t signature, const ArenaPiece* pieces,
-                               size_t n, kf_dtype_t dtype, kf_op_t op, size_t one_shot_max_bytes);
+                               size_t npieces, kf_dtype_t dtype, kf_op_t op,
+                               size_t one_shot_max_bytes);
 
 }  // namespace kf

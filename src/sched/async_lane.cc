@@ -619,12 +619,17 @@ size_t AsyncLane::decide_locked() {
   size_t n = 1;
   if (fusable(head)) {
     // In priority order, up to the first that does not fit: fusion never
-    // lets an operation overtake a more urgent one.
+    // lets an operation overtake a more urgent one. A pass holds at most
+    // the head's partition, so it delays the head (it completes with the
+    // pass) and a newly submitted urgent operation no more than a
+    // partition would.
+    const uint64_t limit =
+        std::min<uint64_t>(opts_.pass_bytes, head.part_elems * dtype_size(head.spec.dtype));
     uint64_t bytes = head.bytes();
     for (auto it = std::next(ready_.begin()); it != ready_.end() && n < LaneLog::kMaxBatch; ++it) {
       const LaneOp& op = *it->second;
       if (!fusable(op) || op.spec.dtype != head.spec.dtype || op.spec.op != head.spec.op) break;
-      if (bytes + op.bytes() > opts_.pass_bytes) break;
+      if (bytes + op.bytes() > limit) break;
       bytes += op.bytes();
       batch_[n++] = entry(op, kFuse);
     }

@@ -27,7 +27,7 @@
 //     Fusion: when the most urgent ready operation is one partition, the
 //     appender packs it and the single-partition ready operations after it
 //     in priority order (same dtype and op, while their bytes fit
-//     pass_bytes, at most a partition) into one pass: one batch of entries,
+//     pass_bytes and the head's partition size) into one pass: one batch of entries,
 //     appended at once, that every rank runs as one all_reduce over their
 //     buffers laid end to end (arena_all_reduce_pieces(): one shot with one
 //     barrier for all of them, or staged rounds that span operations). Each
@@ -104,7 +104,8 @@ struct LaneOptions {
   uint64_t wake_bytes = 16384;  // operations above this wake the lane thread
   int64_t cycle_us = 1000;      // else the lane thread drives after this
   // Fusion (see 3.): single-partition operations share a pass of at most
-  // pass_bytes bytes (KF_FUSION_PASS_BYTES). 0: one operation per pass.
+  // pass_bytes bytes (KF_FUSION_PASS_BYTES) and the partition size of its
+  // most urgent operation. 0: one operation per pass.
   uint64_t pass_bytes = 0;
 };
 

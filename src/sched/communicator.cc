@@ -197,6 +197,18 @@ Status Communicator::agree(const char* what, bool ok, bool* all_ok) {
   return Status::ok();
 }
 
+Status Communicator::agree_min(const char* what, int64_t mine, int64_t* min, bool* equal) {
+  int64_t in[2] = {mine, -mine}, out[2] = {0, 0};  // the minimum and minus the maximum
+  OpSignature sig;
+  sig.kind = 0xfffe;
+  KF_RETURN_IF_ERROR(engine_.run(std::string("kf.setup.") + what, sig, [&](Peers& p) {
+    return kf::all_reduce(p, algo_, in, out, 2, KF_INT64, KF_MIN);
+  }));
+  *min = out[0];
+  *equal = out[0] == -out[1];
+  return Status::ok();
+}
+
 Status Communicator::connect_shm(const std::vector<std::string>& addresses) {
   if (knob_string(Knob::KF_TRANSPORT) == "tcp") return Status::ok();
   ShmOptions o;
@@ -254,6 +266,18 @@ Status Communicator::connect_shm(const std::vector<std::string>& addresses) {
   KF_RETURN_IF_ERROR(agree("shm_expose", true, &all_exposed));
   bool probe_ok = !want || (knob_int(Knob::KF_SHM_SINGLE_COPY) != 0 && shm_->probe_single_copy());
   KF_RETURN_IF_ERROR(agree("shm_single_copy", probe_ok, &single_copy_));
+  // Every rank of a shared-memory all_reduce must take the same algorithm:
+  // ranks that were given different one-shot limits use the smallest.
+  int64_t one_shot = 0;
+  bool equal = true;
+  KF_RETURN_IF_ERROR(agree_min("shm_one_shot",
+                               std::max<int64_t>(0, knob_int(Knob::KF_SHM_ONE_SHOT_BYTES)),
+                               &one_shot, &equal));
+  if (!equal) {
+    KF_LOG_WARN("KF_SHM_ONE_SHOT_BYTES differs between ranks: every rank uses the smallest, " +
+                std::to_string(one_shot));
+  }
+  one_shot_bytes_ = static_cast<size_t>(one_shot);
   if (!want) {
     shm_.reset();
     single_copy_ = false;
@@ -264,7 +288,6 @@ Status Communicator::connect_shm(const std::vector<std::string>& addresses) {
   engine_.attach_shm(shm_.get());
   // Every rank sees the same hosts, so every rank makes the same choice.
   use_arena_ = shm_->local_size() == size_ && algo_.algorithm == Algorithm::kAuto;
-  one_shot_bytes_ = static_cast<size_t>(std::max<int64_t>(0, knob_int(Knob::KF_SHM_ONE_SHOT_BYTES)));
   if (one_host) {
     bool lane = false;
     KF_RETURN_IF_ERROR(

@@ -137,6 +137,9 @@ class Communicator {
   void bind();
   // Collective agreement used during set-up: true iff `ok` on every rank.
   Status agree(const char* what, bool ok, bool* all_ok);
+  // Collective agreement on a value: `min`, the smallest of the ranks'
+  // `mine`; `equal`, whether every rank gave the same.
+  Status agree_min(const char* what, int64_t mine, int64_t* min, bool* equal);
 
   const int rank_;
   const int size_;

@@ -13,10 +13,12 @@
 //   --fusion-off-last the last rank turns fusion off (KF_FUSION_THRESHOLD_BYTES
 //                     = 0): a small all_reduce must fail on every rank with
 //                     KF_ERR_INVALID_USAGE naming fusion, not hang.
-//   --lane-passes     (the shared-memory lane, KF_FUSION_CYCLE_US large) 24
-//                     small all_reduces in four groups of one dtype and op,
+//   --lane-passes     (the shared-memory lane, KF_FUSION_CYCLE_US and
+//                     KF_FUSION_THRESHOLD_BYTES large) 33 all_reduces in six
+//                     groups of one dtype and op (four one shot, two staged
+//                     over more than a staging buffer; every third in place),
 //                     submitted in a per-rank order by every rank before any
-//                     waits, run as exactly four fused passes (the lane's
+//                     waits, run as exactly six fused passes (the lane's
 //                     counters say so) that complete in priority order; a
 //                     partitioned one after them is not fused; every
 //                     element exact.

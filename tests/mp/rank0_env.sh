@@ -1,0 +1,8 @@
+#!/bin/sh
+# rank0_env.sh VAR=VALUE prog [args...]: runs prog with VAR=VALUE set on rank 0
+# only (KF_RANK, from kfrun), for tests of knobs that differ between ranks.
+set -eu
+assignment="$1"
+shift
+if [ "${KF_RANK:-}" = 0 ]; then export "$assignment"; fi
+exec "$@"
