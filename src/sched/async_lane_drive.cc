@@ -1,0 +1,247 @@
+// AsyncLane, driving (a waiter or the lane thread: see async_lane.h, 5.),
+// failure and shutdown.
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "base/cpu_relax.h"
+#include "sched/async_lane.h"
+#include "sched/async_lane_op.h"
+
+namespace kf {
+namespace {
+
+// How long a driver polls before it sleeps on its doorbell, and how long the
+// lane thread keeps its cycle after the last operation before it sleeps
+// until a submission wakes it.
+constexpr auto kSpin = std::chrono::microseconds(50);
+constexpr int64_t kLingerNs = 10 * 1000000;
+constexpr int kSleepMs = 5;
+// A waiter drives for at most this long per help() call, so that
+// kf_request_wait_any sees other requests complete.
+constexpr auto kSlice = std::chrono::milliseconds(2);
+// How long a large operation waits for a thread to drive it before the lane
+// thread does (a training step's backward pass submits and computes on).
+constexpr auto kGrace = std::chrono::microseconds(200);
+// While threads in help() drive, the lane thread looks only every this many
+// cycles (each look preempts a spinning driver on a busy machine).
+constexpr int kWaiterCycles = 8;
+
+}  // namespace
+
+// ---- driving --------------------------------------------------------------
+
+void AsyncLane::drive(const std::function<bool()>& stop, std::chrono::nanoseconds slice) {
+  // The clock is read only every 16th idle poll: `until` and the end of the
+  // spin are set at the first reading.
+  Clock::time_point until = Clock::time_point::min(), spin_until = Clock::time_point::min();
+  unsigned polls = 0;
+  while (!stop()) {
+    if (step()) {
+      spin_until = Clock::time_point::min();  // spin again from the next reading
+      continue;
+    }
+    if (!step_done_.empty() || !entry_done_.empty()) {
+      step_done_.clear();  // finished operations are destroyed while nothing is new
+      entry_done_.clear();
+      continue;
+    }
+    if ((++polls & 15) != 0) {  // the clock and the locks only now and then
+      cpu_relax();
+      continue;
+    }
+    if (ended_.load(std::memory_order_acquire)) return;
+    const auto now = Clock::now();
+    if (until == Clock::time_point::min())
+      until = slice.count() < 0 ? Clock::time_point::max() : now + slice;
+    if (spin_until == Clock::time_point::min()) spin_until = now + kSpin;
+    if (now >= until) return;
+    // Shared memory has no progress thread: read the peer rings now and
+    // then, so that frames for this rank (a peer's signature frame for an
+    // operation it ran on the message path) arrive while it waits here.
+    if ((polls & 63) == 0 && shm_->progress()) continue;
+    if (now < spin_until) {
+      if ((polls & 255) == 0) sched_yield();
+      continue;
+    }
+    if (shm_->progress()) continue;
+    Doorbell* bell = shm_->bell();
+    uint32_t token = bell->prepare();
+    if (!log_.news(pos_) && !dirty_.load() && !stop()) bell->sleep(token, kSleepMs);
+    bell->done();
+  }
+}
+
+bool AsyncLane::help(const std::shared_ptr<AsyncRequest>& req, bool any) {
+  if (req->done()) return false;
+  const uint64_t seen = completions_.load();
+  want_.fetch_add(1);
+  if (driver_mu_.try_lock()) {
+    // (Driving on past the completions of other operations saves a return
+    // and a re-entry per partition under kf_request_wait_all.)
+    drive([&] { return req->done() || (any && completions_.load() != seen); }, kSlice);
+    waiter_drives_.fetch_add(1);
+    driver_mu_.unlock();
+  } else {
+    shm_->ring(me_);  // a driver asleep on the bell sees want_ and hands over
+    std::unique_lock<std::mutex> lock(mu_);
+    handoff_cv_.wait_for(lock, std::chrono::milliseconds(1));
+  }
+  want_.fetch_sub(1);
+  return !req->done();
+}
+
+void AsyncLane::poll() {
+  // (Inside a callback this thread may hold driver_mu_ already.)
+  if (in_completion_callback() || !driver_mu_.try_lock()) return;
+  step();
+  driver_mu_.unlock();
+}
+
+void AsyncLane::thread_loop() {
+  const auto cycle = std::chrono::microseconds(std::max<int64_t>(1, opts_.cycle_us));
+  std::unique_lock<std::mutex> lock(mu_);
+  int64_t idle_since = now_ns();
+  bool waiters_drive = false;  // seen last time it looked
+  auto wait = [&](ThreadWait why, Clock::time_point until) {
+    thread_wait_ = why;
+    if (until == Clock::time_point::max()) {
+      thread_cv_.wait(lock);
+    } else {
+      thread_cv_.wait_until(lock, until);
+    }
+    thread_wait_ = ThreadWait::kNone;
+  };
+  while (!closed_) {
+    const bool urgent_work = !replies_.empty() || !finished_.empty();
+    if (ops_.empty() && unpublished_.empty() && !urgent_work) {
+      // Nothing pending: a cycle's ticks for a while, then sleep until a
+      // submission wakes the thread.
+      urgent_ = false;
+      waiters_drive = false;
+      wait(ThreadWait::kIdle,
+           now_ns() - idle_since > kLingerNs ? Clock::time_point::max() : Clock::now() + cycle);
+      continue;
+    }
+    idle_since = now_ns();
+    if (!urgent_work) {
+      // The thread that waits for an operation usually drives: give it a
+      // moment first (kGrace for large operations, a cycle for small ones,
+      // kWaiterCycles while waiters drive).
+      const auto t0 = Clock::now();
+      while (!closed_ && replies_.empty() && finished_.empty()) {
+        const auto end = t0 + (urgent_ ? kGrace : waiters_drive ? cycle * kWaiterCycles : cycle);
+        if (Clock::now() >= end) break;
+        wait(urgent_ ? ThreadWait::kGrace : ThreadWait::kCycle, end);
+      }
+      // A waiter driving, or one that just did and will be back (its slice
+      // ended, or the next request of a kf_request_wait_any loop), keeps
+      // driving.
+      if (closed_) continue;
+      const uint64_t drives = waiter_drives_.load();
+      const bool waiter_drove = drives != thread_seen_drives_;
+      thread_seen_drives_ = drives;
+      if (want_.load() > 0 || waiter_drove) {
+        urgent_ = false;
+        waiters_drive = true;
+        continue;
+      }
+    }
+    urgent_ = false;
+    waiters_drive = false;
+    lock.unlock();
+    const bool drove = driver_mu_.try_lock();
+    if (drove) {
+      drive(
+          [this] {
+            if (want_.load() > 0) return true;
+            std::lock_guard<std::mutex> l(mu_);
+            return closed_ ||
+                   (ops_.empty() && unpublished_.empty() && replies_.empty() && finished_.empty());
+          },
+          std::chrono::nanoseconds(-1));
+      driver_mu_.unlock();
+    }
+    lock.lock();
+    handoff_cv_.notify_all();  // waiters may drive now
+    // Another thread drives (it may be running a callback): with urgent
+    // work, which skips the waits above, a cycle before looking again, not
+    // a spin (that thread's step takes the work).
+    if (!drove && !closed_ && (!replies_.empty() || !finished_.empty())) {
+      wait(ThreadWait::kCycle, Clock::now() + cycle);
+    }
+  }
+}
+
+// ---- failure and shutdown -------------------------------------------------
+
+LaneStats AsyncLane::stats() const {
+  LaneStats s;
+  s.fused_passes = fused_passes_.load(std::memory_order_relaxed);
+  s.fused_ops = fused_ops_.load(std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(mu_);
+  s.unmatched = matches_.size();
+  return s;
+}
+
+void AsyncLane::on_broken(const Status& why) {
+  Done done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (broken_.is_ok()) broken_ = why.is_ok() ? internal_error("lane broken") : why;
+    ended_.store(true);
+    unpublished_.clear();  // nothing is published any more
+    std::vector<LaneOp*> ending;
+    for (auto& kv : ops_) {
+      if (!kv.second->running) ending.push_back(kv.second.get());  // a driver ends a running one
+    }
+    for (LaneOp* op : ending) {
+      end_locked(op, Status(broken_.code(), op->label() + ": " + broken_.message()), &done);
+    }
+    // Completion callbacks must not run on a transport thread (this may be
+    // one): the lane thread runs them.
+    for (auto& d : done) finished_.push_back(std::move(d));
+  }
+  dirty_.store(true);
+  thread_cv_.notify_one();
+  handoff_cv_.notify_all();
+}
+
+size_t AsyncLane::pending() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ops_.size() + finished_.size();
+}
+
+void AsyncLane::close() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_ && !thread_.joinable()) return;
+  }
+  on_broken(aborted_error("the communicator was destroyed with operations pending"));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+    ended_.store(true);
+  }
+  thread_cv_.notify_one();
+  handoff_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  // Whatever the lane thread did not complete (it stops at closed_).
+  Done done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done.swap(finished_);
+    replies_.clear();
+  }
+  complete(done);
+  {
+    std::lock_guard<std::mutex> driver(driver_mu_);  // a driver still in help() has left
+    step_done_.clear();
+    entry_done_.clear();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  matches_.clear();
+}
+
+}  // namespace kf
