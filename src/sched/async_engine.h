@@ -334,7 +334,9 @@ class AsyncEngine {
 
  private:
   // Engine-mutex-held helpers (suffix _locked) and the pieces of an
-  // operation's life; see async_engine.cc / async_finish.cc.
+  // operation's life: submission in async_engine.cc, admission and control
+  // frames in async_schedule.cc, workers and waiters in async_wait.cc,
+  // completion in async_finish.cc, fused operations in async_fused.cc.
   Status submit_to_lane(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out);
   void admit_locked(std::vector<AsyncPartition*>* starts);
   AsyncPartition* admissible_locked();
