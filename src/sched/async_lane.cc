@@ -1,9 +1,11 @@
-// AsyncLane: construction, submission and matching (see async_lane.h, 1.
-// and 2.); the log is in async_lane_run.cc, driving in async_lane_drive.cc.
+// AsyncLane: construction, submission, matching records (see async_lane.h,
+// 1. and 2.), tiny operations completed from their records, and the
+// bookkeeping of operations that end early (forgotten, failed by a peer's
+// signature frame). The log is in async_lane_run.cc, driving in
+// async_lane_drive.cc.
 #include "sched/async_lane.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 
 #include "algo/reduce_kernels.h"

@@ -1,11 +1,12 @@
-// AsyncLane, driving (a waiter or the lane thread: see async_lane.h, 5.),
-// failure and shutdown.
+// AsyncLane: driving (a waiter or the lane thread: see async_lane.h, 5.),
+// a broken communicator (on_broken), shutdown, and the counters.
 #include <sched.h>
 
 #include <algorithm>
 #include <chrono>
 
 #include "base/cpu_relax.h"
+#include "base/deadline.h"
 #include "sched/async_lane.h"
 #include "sched/async_lane_op.h"
 

@@ -4,13 +4,13 @@
 // them.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
 
 #include "base/dtype.h"
-#include "base/latest_keys.h"
 #include "base/status.h"
 #include "sched/async_engine.h"
 #include "sched/engine.h"

@@ -1,7 +1,7 @@
 // AsyncLane, the log: what to append, and running its entries in order
 // (see async_lane.h, 3. and 4.).
 #include <algorithm>
-#include <chrono>
+#include <iterator>
 
 #include "algo/shm_collectives.h"
 #include "base/deadline.h"

@@ -1,6 +1,7 @@
 // AsyncEngine: the priority queue and credit window (admission), starting
-// partitions, and the control frames peers exchange about operations.
-#include <chrono>
+// partitions, the control frames peers exchange about operations, and a
+// broken communicator (on_broken, stopping failed operations).
+#include <algorithm>
 
 #include "base/deadline.h"
 #include "sched/async_engine.h"

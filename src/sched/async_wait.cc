@@ -1,6 +1,7 @@
 // AsyncEngine: the elastic worker pool and the threads that wait (running
 // partitions, parking, helping).
 #include <algorithm>
+#include <new>
 
 #include "base/deadline.h"
 #include "sched/async_engine.h"

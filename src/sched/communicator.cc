@@ -186,12 +186,22 @@ void Communicator::bind() {
   if (!bound.is_ok()) KF_LOG_WARN("KF_BIND: " + bound.message());
 }
 
+namespace {
+// Set-up agreements run one algorithm on every rank, whatever the KF_ALGO*
+// knobs of each (they are not agreed).
+AlgoOptions setup_algo() {
+  AlgoOptions o;
+  o.algorithm = Algorithm::kRecursiveDoubling;
+  return o;
+}
+}  // namespace
+
 Status Communicator::agree(const char* what, bool ok, bool* all_ok) {
   int32_t mine = ok ? 1 : 0, all = 0;
   OpSignature sig;
   sig.kind = 0xfffe;
   KF_RETURN_IF_ERROR(engine_.run(std::string("kf.setup.") + what, sig, [&](Peers& p) {
-    return kf::all_reduce(p, algo_, &mine, &all, 1, KF_INT32, KF_MIN);
+    return kf::all_reduce(p, setup_algo(), &mine, &all, 1, KF_INT32, KF_MIN);
   }));
   *all_ok = all == 1;
   return Status::ok();
@@ -202,7 +212,7 @@ Status Communicator::agree_min(const char* what, int64_t mine, int64_t* min, boo
   OpSignature sig;
   sig.kind = 0xfffe;
   KF_RETURN_IF_ERROR(engine_.run(std::string("kf.setup.") + what, sig, [&](Peers& p) {
-    return kf::all_reduce(p, algo_, in, out, 2, KF_INT64, KF_MIN);
+    return kf::all_reduce(p, setup_algo(), in, out, 2, KF_INT64, KF_MIN);
   }));
   *min = out[0];
   *equal = out[0] == -out[1];
@@ -210,7 +220,10 @@ Status Communicator::agree_min(const char* what, int64_t mine, int64_t* min, boo
 }
 
 Status Communicator::connect_shm(const std::vector<std::string>& addresses) {
-  if (knob_string(Knob::KF_TRANSPORT) == "tcp") return Status::ok();
+  // A rank told to use TCP only makes every rank do so.
+  bool shm_allowed = false;
+  KF_RETURN_IF_ERROR(agree("shm_allowed", knob_string(Knob::KF_TRANSPORT) != "tcp", &shm_allowed));
+  if (!shm_allowed) return Status::ok();
   ShmOptions o;
   o.rank = rank_;
   o.epoch = 1;
@@ -256,7 +269,7 @@ Status Communicator::connect_shm(const std::vector<std::string>& addresses) {
     shm_.reset();  // unlinks our segment
     return Status::ok();
   }
-  // From here every rank takes part in both agreements, including a rank
+  // From here every rank takes part in the agreements below, including a rank
   // alone on its host (it has no shared memory but others may).
   if (want) {
     shm_->unlink_own();

@@ -138,7 +138,8 @@ class Communicator {
   // Collective agreement used during set-up: true iff `ok` on every rank.
   Status agree(const char* what, bool ok, bool* all_ok);
   // Collective agreement on a value: `min`, the smallest of the ranks'
-  // `mine`; `equal`, whether every rank gave the same.
+  // `mine` (> INT64_MIN: it is negated); `equal`, whether every rank gave
+  // the same. Set-up agreements use one algorithm on every rank.
   Status agree_min(const char* what, int64_t mine, int64_t* min, bool* equal);
 
   const int rank_;
