@@ -72,8 +72,9 @@
  * the most urgent first, one at a time. There fusion takes another form:
  * when the most urgent ready operation is one partition, it and the
  * single-partition ready operations next in priority order (of one dtype
- * and op; in all at most KF_FUSION_PASS_BYTES, default 4 MiB) run together
- * as one pass over their buffers laid end to end, sharing its barriers.
+ * and op; in all at most KF_FUSION_PASS_BYTES, default 4 MiB, and the first
+ * one's partition size) run together as one pass over their buffers laid
+ * end to end, sharing its barriers.
  * KF_ASYNC_ARENA=0 turns this off. Everything else moves over the peer
  * rings (shared memory or TCP). Small single-partition operations (up to
  * 64 KiB) start at submission; larger ones once every rank submitted them.
