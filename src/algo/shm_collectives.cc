@@ -20,6 +20,12 @@ Status check_signatures(SharedArena& a, int which, uint32_t signature) {
   return Status::ok();
 }
 
+// Staging bytes one input of `bytes` takes in a one-shot pass (each starts
+// at a 64-byte aligned offset of the staging buffer).
+size_t one_shot_footprint(size_t bytes) {
+  return (bytes + 63) / 64 * 64;
+}
+
 // The elements [begin, begin + len) of the pieces laid end to end, as runs
 // within one piece: fn(piece, first element in it, elements, elements of
 // the range before the run).
@@ -51,7 +57,7 @@ Status one_shot_all_reduce(SharedArena& a, uint32_t signature, const ArenaPiece*
     // A zero-length call still publishes its signature and meets the others
     // (its buffers may be NULL, which memcpy must not see even for 0 bytes).
     if (bytes > 0) std::memcpy(mine + off, pieces[i].send, bytes);
-    off += arena_fused_footprint(bytes);
+    off += one_shot_footprint(bytes);
   }
   KF_RETURN_IF_ERROR(a.barrier());
   KF_RETURN_IF_ERROR(check_signatures(a, w, signature));
@@ -64,7 +70,7 @@ Status one_shot_all_reduce(SharedArena& a, uint32_t signature, const ArenaPiece*
         reduce_into(dtype, op, p.recv, a.buffer(r, w) + off, p.count);
       if (op == KF_AVG) finish_average(dtype, p.recv, p.count, a.size());
     }
-    off += arena_fused_footprint(p.count * es);
+    off += one_shot_footprint(p.count * es);
   }
   return Status::ok();
 }
@@ -176,9 +182,9 @@ Status arena_all_reduce_pieces(SharedArena& a, uint32_t signature, const ArenaPi
     return Status::ok();
   }
   size_t footprint = 0;  // what one shot stages
-  for (size_t i = 0; i < npieces; ++i) footprint += arena_fused_footprint(pieces[i].count * es);
+  for (size_t i = 0; i < npieces; ++i) footprint += one_shot_footprint(pieces[i].count * es);
   // (The buffer is a multiple of 64 bytes: the rounded limit still fits it.)
-  if (footprint <= arena_fused_footprint(std::min(one_shot_max_bytes, a.buffer_bytes()))) {
+  if (footprint <= one_shot_footprint(std::min(one_shot_max_bytes, a.buffer_bytes()))) {
     return one_shot_all_reduce(a, signature, pieces, npieces, dtype, op);
   }
   return staged_all_reduce(a, signature, pieces, npieces, dtype, op);

@@ -27,12 +27,12 @@
 //     Fusion: when the most urgent ready operation is one partition, the
 //     appender packs it and the single-partition ready operations after it
 //     in priority order (same dtype and op, while their bytes fit
-//     pass_bytes and the head's partition size) into one pass: one batch of entries,
-//     appended at once, that every rank runs as one all_reduce over their
-//     buffers laid end to end (arena_all_reduce_pieces(): one shot with one
-//     barrier for all of them, or staged rounds that span operations). Each
-//     operation keeps its own buffers; the pass copies what a pass of each
-//     would, and saves their barriers and log entries.
+//     pass_bytes and the head's partition size) into one pass: one batch
+//     of entries, appended at once, that every rank runs as one all_reduce
+//     over their buffers laid end to end (arena_all_reduce_pieces(): one
+//     shot with one barrier for all of them, or staged rounds that span
+//     operations). Each operation keeps its own buffers; the pass saves
+//     the barriers and log entries of separate passes.
 //  4. Timeout: a driver whose operation passed its deadline unready appends
 //     a withdrawal; every rank that submitted it fails it with the timeout,
 //     naming the ranks that never did, and a rank that submits it later

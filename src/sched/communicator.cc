@@ -197,13 +197,10 @@ AlgoOptions setup_algo() {
 }  // namespace
 
 Status Communicator::agree(const char* what, bool ok, bool* all_ok) {
-  int32_t mine = ok ? 1 : 0, all = 0;
-  OpSignature sig;
-  sig.kind = 0xfffe;
-  KF_RETURN_IF_ERROR(engine_.run(std::string("kf.setup.") + what, sig, [&](Peers& p) {
-    return kf::all_reduce(p, setup_algo(), &mine, &all, 1, KF_INT32, KF_MIN);
-  }));
-  *all_ok = all == 1;
+  int64_t min = 0;
+  bool equal = false;
+  KF_RETURN_IF_ERROR(agree_min(what, ok ? 1 : 0, &min, &equal));
+  *all_ok = min == 1;
   return Status::ok();
 }
 
