@@ -25,7 +25,9 @@ class SharedArena {
   // the same sequence. A use is: write own buffer, barrier, read (barrier,
   // read)... Alternating makes it safe to write a buffer again two uses
   // later without an extra barrier: all its readers have since entered a
-  // barrier of the use in between.
+  // barrier of the use in between. (The staged all_reduce overlaps the
+  // reads of one use with the next use; it keeps this rule slot by slot:
+  // see shm_collectives.cc.)
   virtual int next_buffer() = 0;
   // Every rank publishes its operation's signature digest with the buffer
   // it writes (before the barrier); after the barrier each rank compares.

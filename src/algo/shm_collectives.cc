@@ -88,7 +88,19 @@ Share share(size_t m, int n, int j) {
 
 // Staged over the pieces laid end to end: rounds and the ranks' shares cut
 // that whole, whatever the operations' boundaries (in the lambdas, `x` is
-// the piece a run lies in).
+// the piece a run lies in). A round fills one staging buffer; in rank x's
+// buffer, slot j (at a fixed offset) holds x's input share for rank j, and
+// slot x the share x reduced. A round k, in buffer w(k):
+//   stage(k)   write our input's shares for the others into our slots j;
+//   reduce(k)  fold the others' staged share for us into our output and
+//              publish it in our own slot;
+//   copy(k)    read every other rank's published share into our output.
+// Pipelined, one barrier per round plus one: stage(0) | barrier |
+// reduce(0) stage(1) | barrier | copy(0) reduce(1) stage(2) | ... | barrier
+// | copy(last). Two buffers suffice: stage(k+2) rewrites buffer w(k) after
+// the barrier that follows every reduce(k) that read it, and only the slots
+// j that copy(k) does not read; reduce(k+2) rewrites our own slot after the
+// barrier that follows every copy(k).
 Status staged_all_reduce(SharedArena& a, uint32_t signature, const ArenaPiece* pieces,
                          size_t npieces, kf_dtype_t dtype, kf_op_t op) {
   const int n = a.size();
@@ -101,43 +113,42 @@ Status staged_all_reduce(SharedArena& a, uint32_t signature, const ArenaPiece* p
   // them in staging. Exposed before the first barrier.
   const bool direct = a.single_copy() && npieces == 1;
   if (direct) a.expose(pieces[0].recv);
-  // A round fills one staging buffer: n shares, each a multiple of 64 bytes.
+  // n slots of a multiple of 64 bytes each.
   const size_t share_elems =
       std::max<size_t>(1, (a.buffer_bytes() / static_cast<size_t>(n)) / 64 * 64 / es);
   const size_t round_elems = share_elems * static_cast<size_t>(n);
-  for (size_t base = 0; base < count; base += round_elems) {
-    const size_t m = std::min(round_elems, count - base);
-    const int w = a.next_buffer();
-    if (base == 0) a.publish_signature(w, signature);
-    char* mine = a.buffer(r, w);
-    // Stage the shares the other ranks reduce; our own is read in place.
+  auto slot = [&](int rank, int w, int j) { return a.buffer(rank, w) + j * share_elems * es; };
+
+  auto stage = [&](size_t base, size_t m, int w) {
     for (int j = 0; j < n; ++j) {
       if (j == r) continue;
       const Share p = share(m, n, j);
+      char* dst = slot(r, w, j);
       for_each_run(pieces, npieces, base + p.begin, p.len,
                    [&](const ArenaPiece& x, size_t first, size_t len, size_t at) {
-                     std::memcpy(mine + (p.begin + at) * es,
-                                 static_cast<const char*>(x.send) + first * es, len * es);
+                     std::memcpy(dst + at * es, static_cast<const char*>(x.send) + first * es,
+                                 len * es);
                    });
     }
-    KF_RETURN_IF_ERROR(a.barrier());
-    if (base == 0) KF_RETURN_IF_ERROR(check_signatures(a, w, signature));
+  };
+  auto reduce = [&](size_t base, size_t m, int w) {
     const Share own = share(m, n, r);
+    char* mine = slot(r, w, r);
     for_each_run(pieces, npieces, base + own.begin, own.len,
                  [&](const ArenaPiece& x, size_t first, size_t len, size_t at) {
                    char* out = static_cast<char*>(x.recv) + first * es;
-                   const size_t off = (own.begin + at) * es;
                    // Start from our own input (read in place; in place it
                    // already is `out`), then fold in the others' staged shares.
                    const char* own_in = static_cast<const char*>(x.send) + first * es;
                    if (own_in != out) std::memcpy(out, own_in, len * es);
                    for (int j = 0; j < n; ++j) {
-                     if (j != r) reduce_into(dtype, op, out, a.buffer(j, w) + off, len);
+                     if (j != r) reduce_into(dtype, op, out, slot(j, w, r) + at * es, len);
                    }
                    if (op == KF_AVG) finish_average(dtype, out, len, n);
-                   if (!direct) std::memcpy(mine + off, out, len * es);  // publish it
+                   if (!direct) std::memcpy(mine + at * es, out, len * es);  // publish it
                  });
-    KF_RETURN_IF_ERROR(a.barrier());
+  };
+  auto copy = [&](size_t base, size_t m, int w) -> Status {
     for (int j = 0; j < n; ++j) {
       if (j == r) continue;
       const Share p = share(m, n, j);
@@ -147,13 +158,34 @@ Status staged_all_reduce(SharedArena& a, uint32_t signature, const ArenaPiece* p
         KF_RETURN_IF_ERROR(a.read(j, a.exposed_by(j) + (base + p.begin) * es, dst, p.len * es));
         continue;
       }
-      const char* theirs = a.buffer(j, w) + p.begin * es;
+      const char* theirs = slot(j, w, j);
       for_each_run(pieces, npieces, base + p.begin, p.len,
                    [&](const ArenaPiece& x, size_t first, size_t len, size_t at) {
                      std::memcpy(static_cast<char*>(x.recv) + first * es, theirs + at * es,
                                  len * es);
                    });
     }
+    return Status::ok();
+  };
+
+  size_t last_base = 0, last_m = 0;  // the round whose copy is due
+  int last_w = -1;
+  for (size_t base = 0; base < count; base += round_elems) {
+    const size_t m = std::min(round_elems, count - base);
+    const int w = a.next_buffer();
+    if (base == 0) a.publish_signature(w, signature);
+    stage(base, m, w);
+    KF_RETURN_IF_ERROR(a.barrier());
+    if (base == 0) KF_RETURN_IF_ERROR(check_signatures(a, w, signature));
+    if (last_w >= 0) KF_RETURN_IF_ERROR(copy(last_base, last_m, last_w));
+    reduce(base, m, w);
+    last_base = base;
+    last_m = m;
+    last_w = w;
+  }
+  if (last_w >= 0) {
+    KF_RETURN_IF_ERROR(a.barrier());
+    KF_RETURN_IF_ERROR(copy(last_base, last_m, last_w));
   }
   // Peers may still be reading our output: nobody returns (and lets its
   // caller touch the buffer) until everyone is done.
