@@ -23,11 +23,13 @@ class SharedArena {
   virtual char* buffer(int rank, int which) = 0;
   // The buffer index for the next use: 0, 1, 0, ... Every rank calls it in
   // the same sequence. A use is: write own buffer, barrier, read (barrier,
-  // read)... Alternating makes it safe to write a buffer again two uses
-  // later without an extra barrier: all its readers have since entered a
-  // barrier of the use in between. (The staged all_reduce overlaps the
-  // reads of one use with the next use; it keeps this rule slot by slot:
-  // see shm_collectives.cc.)
+  // read)... The rule every use keeps: a rank writes a byte of its buffer
+  // only after a barrier that every reader of the byte's previous contents
+  // entered after reading them. Alternating buffers keeps it without an
+  // extra barrier: a use's last reads end before the next use's first
+  // barrier, so a buffer written again two uses later has no reader left.
+  // (The staged all_reduce pipelines its rounds, each a use, and keeps the
+  // rule slot by slot: see shm_collectives.cc.)
   virtual int next_buffer() = 0;
   // Every rank publishes its operation's signature digest with the buffer
   // it writes (before the barrier); after the barrier each rank compares.

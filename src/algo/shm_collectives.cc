@@ -89,18 +89,24 @@ Share share(size_t m, int n, int j) {
 // Staged over the pieces laid end to end: rounds and the ranks' shares cut
 // that whole, whatever the operations' boundaries (in the lambdas, `x` is
 // the piece a run lies in). A round fills one staging buffer; in rank x's
-// buffer, slot j (at a fixed offset) holds x's input share for rank j, and
-// slot x the share x reduced. A round k, in buffer w(k):
-//   stage(k)   write our input's shares for the others into our slots j;
-//   reduce(k)  fold the others' staged share for us into our output and
-//              publish it in our own slot;
-//   copy(k)    read every other rank's published share into our output.
-// Pipelined, one barrier per round plus one: stage(0) | barrier |
-// reduce(0) stage(1) | barrier | copy(0) reduce(1) stage(2) | ... | barrier
-// | copy(last). Two buffers suffice: stage(k+2) rewrites buffer w(k) after
-// the barrier that follows every reduce(k) that read it, and only the slots
-// j that copy(k) does not read; reduce(k+2) rewrites our own slot after the
-// barrier that follows every copy(k).
+// buffer, slot j (at a fixed offset, so that a shorter last round moves no
+// slot) holds x's input share for rank j, and slot x the share x reduced.
+// A round k, in buffer w(k):
+//   stage(k)         write our input's shares for the others into our slots j;
+//   reduce_share(k)  fold the others' staged shares for us into our output
+//                    and publish it in our own slot;
+//   copy_out(k)      read every other rank's published share into our output.
+// Pipelined, one barrier per round plus one: stage(0) | reduce_share(0)
+// stage(1) | copy_out(0) reduce_share(1) stage(2) | ... | copy_out(last),
+// where | is a barrier. Two buffers suffice: stage(k+2) rewrites buffer
+// w(k) after the barrier that follows every reduce_share(k) that read it,
+// and only the slots that copy_out(k) does not read; reduce_share(k+2)
+// rewrites our own slot after the barrier that follows every copy_out(k).
+// Seen from outside, a use of the arena as before: its last round's reads
+// end before the next use's first barrier (SharedArena::next_buffer).
+// Single copy: nothing is published; copy_out reads the peers' outputs
+// (exposed before the first barrier), and one more barrier at the end keeps
+// every rank's output still until the peers have read it.
 Status staged_all_reduce(SharedArena& a, uint32_t signature, const ArenaPiece* pieces,
                          size_t npieces, kf_dtype_t dtype, kf_op_t op) {
   const int n = a.size();
@@ -131,7 +137,7 @@ Status staged_all_reduce(SharedArena& a, uint32_t signature, const ArenaPiece* p
                    });
     }
   };
-  auto reduce = [&](size_t base, size_t m, int w) {
+  auto reduce_share = [&](size_t base, size_t m, int w) {
     const Share own = share(m, n, r);
     char* mine = slot(r, w, r);
     for_each_run(pieces, npieces, base + own.begin, own.len,
@@ -148,7 +154,7 @@ Status staged_all_reduce(SharedArena& a, uint32_t signature, const ArenaPiece* p
                    if (!direct) std::memcpy(mine + at * es, out, len * es);  // publish it
                  });
   };
-  auto copy = [&](size_t base, size_t m, int w) -> Status {
+  auto copy_out = [&](size_t base, size_t m, int w) -> Status {
     for (int j = 0; j < n; ++j) {
       if (j == r) continue;
       const Share p = share(m, n, j);
@@ -168,8 +174,9 @@ Status staged_all_reduce(SharedArena& a, uint32_t signature, const ArenaPiece* p
     return Status::ok();
   };
 
-  size_t last_base = 0, last_m = 0;  // the round whose copy is due
-  int last_w = -1;
+  if (count == 0) return Status::ok();  // (not reached: an empty operation fits one shot)
+  size_t due_base = 0, due_m = 0;       // the round whose copy_out is due
+  int due_w = -1;
   for (size_t base = 0; base < count; base += round_elems) {
     const size_t m = std::min(round_elems, count - base);
     const int w = a.next_buffer();
@@ -177,16 +184,14 @@ Status staged_all_reduce(SharedArena& a, uint32_t signature, const ArenaPiece* p
     stage(base, m, w);
     KF_RETURN_IF_ERROR(a.barrier());
     if (base == 0) KF_RETURN_IF_ERROR(check_signatures(a, w, signature));
-    if (last_w >= 0) KF_RETURN_IF_ERROR(copy(last_base, last_m, last_w));
-    reduce(base, m, w);
-    last_base = base;
-    last_m = m;
-    last_w = w;
+    if (due_w >= 0) KF_RETURN_IF_ERROR(copy_out(due_base, due_m, due_w));
+    reduce_share(base, m, w);
+    due_base = base;
+    due_m = m;
+    due_w = w;
   }
-  if (last_w >= 0) {
-    KF_RETURN_IF_ERROR(a.barrier());
-    KF_RETURN_IF_ERROR(copy(last_base, last_m, last_w));
-  }
+  KF_RETURN_IF_ERROR(a.barrier());
+  KF_RETURN_IF_ERROR(copy_out(due_base, due_m, due_w));
   // Peers may still be reading our output: nobody returns (and lets its
   // caller touch the buffer) until everyone is done.
   if (direct) KF_RETURN_IF_ERROR(a.barrier());

@@ -7,9 +7,11 @@
 // rounds of one staging buffer, n shares each. Each rank stages the shares
 // the others own; after a barrier, rank r reduces share r (its own input read
 // in place, the others' from their staging) into its output and publishes it
-// in its staging; after a second barrier every rank copies the other shares
-// out. Rounds are cache sized, so staging traffic mostly stays in cache, and
-// the two staging buffers alternate by round, so no third barrier is needed.
+// in its staging; every rank copies the other shares of a round out after
+// the next round's barrier, so rounds are pipelined: one barrier per round
+// plus one. Rounds are cache sized, so staging traffic mostly stays in
+// cache; every share has a fixed slot of the staging buffer, and two
+// buffers alternating by round suffice (see shm_collectives.cc).
 // Messages up to `one_shot_max_bytes` (rounded up to 64; at most one staging
 // buffer) go one shot.
 // Single-copy mode (SharedArena::single_copy) applies to one operation only.
