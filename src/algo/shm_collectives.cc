@@ -89,8 +89,9 @@ Share share(size_t m, int n, int j) {
 // Staged over the pieces laid end to end: rounds and the ranks' shares cut
 // that whole, whatever the operations' boundaries (in the lambdas, `x` is
 // the piece a run lies in). A round fills one staging buffer; in rank x's
-// buffer, slot j (at a fixed offset, so that a shorter last round moves no
-// slot) holds x's input share for rank j, and slot x the share x reduced.
+// buffer, slot j holds x's input share for rank j, and slot x the share x
+// reduced. Slots are the first round's shares apart in every round, so that
+// a shorter last round moves no slot.
 // A round k, in buffer w(k):
 //   stage(k)         write our input's shares for the others into our slots j;
 //   reduce_share(k)  fold the others' staged shares for us into our output
@@ -119,11 +120,13 @@ Status staged_all_reduce(SharedArena& a, uint32_t signature, const ArenaPiece* p
   // them in staging. Exposed before the first barrier.
   const bool direct = a.single_copy() && npieces == 1;
   if (direct) a.expose(pieces[0].recv);
-  // n slots of a multiple of 64 bytes each.
+  // A full round: n shares of a multiple of 64 bytes each.
   const size_t share_elems =
       std::max<size_t>(1, (a.buffer_bytes() / static_cast<size_t>(n)) / 64 * 64 / es);
   const size_t round_elems = share_elems * static_cast<size_t>(n);
-  auto slot = [&](int rank, int w, int j) { return a.buffer(rank, w) + j * share_elems * es; };
+  // The first round's share: no share of a later round is longer.
+  const size_t slot_elems = share(std::min(count, round_elems), n, 0).len;
+  auto slot = [&](int rank, int w, int j) { return a.buffer(rank, w) + j * slot_elems * es; };
 
   auto stage = [&](size_t base, size_t m, int w) {
     for (int j = 0; j < n; ++j) {
