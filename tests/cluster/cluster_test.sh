@@ -261,15 +261,16 @@ case $test_name in
     echo "environment over ssh: hosts, local ranks, directory and -x value intact"
 
     # A remote rank fails: its code comes back through ssh, and the others
-    # (one more remote, sleeping) are stopped. ssh -tt ties a remote rank to
-    # its client (see README.md).
-    kfrun_h1 --timeout 60 --rsh "ssh -tt $ssh_opts {host}" \
+    # (one more remote, sleeping) are stopped. Plain ssh: killing the client
+    # does not signal the remote command; the rank ends through its stdin,
+    # which closes with the connection (see README.md).
+    kfrun_h1 --timeout 60 --rsh "ssh $ssh_opts {host}" \
       sh -c 'if [ "$KF_RANK" = 2 ]; then sleep 0.5; exit 3; fi; exec sleep 100'
     [[ $rc -eq 3 ]] || fail "a remote rank's exit 3: kfrun exited with $rc"
     expect_no_ranks "exit 3"
     echo "remote exit 3: kfrun exited 3, every rank gone"
 
-    kfrun_h1 --timeout 2 --rsh "ssh -tt $ssh_opts {host}" sleep 100
+    kfrun_h1 --timeout 2 --rsh "ssh $ssh_opts {host}" sleep 100
     [[ $rc -eq 124 ]] || fail "--timeout over ssh: kfrun exited with $rc, expected 124"
     expect_no_ranks timeout
     echo "--timeout over ssh: 124, every rank gone"

@@ -346,9 +346,16 @@ HOSTS
     [[ $(sed -n 's/^\[[0-9]*\] KF_JOB_SECRET=//p' "$work/out" | sort -u | wc -l) -eq 1 ]] || fail "ranks disagree on KF_JOB_SECRET"
     # Rank 0 remote: KF_ROOT_ADDR is its (numeric) address, random port in 20000..32767.
     expect_grep "^\\[3\\] KF_ROOT_ADDR=10\\.213\\.251\\.1:(2[0-9]{4}|3[0-2][0-9]{3})\$" "$work/out"
-    # The remote command line: the rank's variables on it, quoted, and exec.
-    expect_grep "^\\[1\\] cmdline=cd .* 2>/dev/null; exec env 'KF_TEST_VAR=it'" "$work/out"
+    # The remote command line: the rank's variables on it, quoted, under a
+    # shell that watches the rank's stdin (it closes with the connection).
+    expect_grep "^\\[1\\] cmdline=cd .* 2>/dev/null; exec sh -c 'exec 3<&0; env '\\\\''KF_TEST_VAR=it" "$work/out"
     expect_grep '^\[1\] cmdline=.* KF_RANK=1 KF_SIZE=4 KF_LOCAL_RANK=1 KF_LOCAL_SIZE=2 KF_ROOT_ADDR=[0-9.:]+ KF_JOB_SECRET=[0-9a-f]{32} ' "$work/out"
+    # A remote rank 0 given kfrun's stdin (a file here: not /dev/null) reads
+    # it: exec env, unwatched.
+    echo data >"$work/in"
+    "$KFRUN" -H "$h1" --rsh "sh -c 'KFT_CMDLINE=\$1; export KFT_CMDLINE; eval \"\$1\"' fake-rsh" \
+      "$CHILD" "$marker" env-remote <"$work/in" >"$work/out" 2>"$work/err" || fail "kfrun with stdin"
+    expect_grep "^\\[0\\] cmdline=cd .* 2>/dev/null; exec env KF_RANK=0 " "$work/out"
     # Rank 0 local with remote hosts: the root is this host's address on the
     # route towards them, not loopback (only where such a route exists).
     if ip route get "$h1" >/dev/null 2>&1; then
@@ -385,6 +392,39 @@ HOSTS
     run_kfrun -H "$h1" --rsh "ssh 'x {host}" "$CHILD" "$marker" env
     expect_rc 2
     expect_grep 'unterminated quote' "$work/err"
+    ;;
+
+  rsh_detached)
+    # A remote-exec client that, like ssh, runs the command in a session of
+    # its own: stopping the client does not signal the rank, yet the rank
+    # must end with it (through its stdin, which kfrun holds open).
+    h1=10.213.251.1 h2=10.213.251.2
+    fake="sh $(dirname "$0")/fake_ssh.sh {host}"
+    # Rank 0 fails; rank 1 sleeps until kfrun stops its client.
+    run_kfrun -H "$h1,$h2" --rsh "$fake" "$CHILD" "$marker" exit-rank 0 3
+    expect_rc 3
+    expect_grep '^kfrun: rank 0 exited with code 3' "$work/err"
+    expect_no_leftovers
+    # The same with the roles swapped; and nothing lingers after a clean run.
+    run_kfrun -H "$h1,$h2" --rsh "$fake" "$CHILD" "$marker" exit-rank 1 5
+    expect_rc 5
+    expect_grep '^kfrun: rank 1 exited with code 5' "$work/err"
+    expect_no_leftovers
+    run_kfrun -H "$h1,$h2" --rsh "$fake" "$CHILD" "$marker" env
+    expect_rc 0
+    expect_no_leftovers
+    # kfrun killed outright: its clients die with it, and the remote ranks
+    # see their stdin close.
+    start_kfrun_bg 3 -H "localhost,$h1,$h2" --rsh "$fake" "$CHILD" "$marker" sleep
+    for i in $(seq 100); do
+      [[ $(pgrep -c -f "^$CHILD $marker sleep\$" || true) -ge 3 ]] && break
+      sleep 0.05
+    done
+    [[ $(pgrep -c -f "^$CHILD $marker sleep\$" || true) -ge 3 ]] || fail "the ranks did not start"
+    kill -KILL "$bg_pid"
+    wait "$bg_pid" 2>/dev/null || true
+    bg_pid=""
+    expect_no_leftovers
     ;;
 
   *)

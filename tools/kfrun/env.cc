@@ -311,19 +311,40 @@ std::string shell_quote(const std::string& text) {
 
 std::string build_remote_command(const std::vector<std::pair<std::string, std::string>>& exports,
                                  const JobInfo& job, const RankPlace& place,
-                                 const std::vector<std::string>& command, const std::string& cwd) {
+                                 const std::vector<std::string>& command, const std::string& cwd,
+                                 bool watch_stdin) {
   // Later assignments win in env, as with -x locally; launcher variables last.
+  std::string run = "env";
+  for (const auto& [name, value] : exports) {
+    if (!is_launcher_variable(name)) run += " " + shell_quote(name + "=" + value);
+  }
+  for (const auto& [name, value] : launcher_vars(job, place))
+    run += " " + shell_quote(name + "=" + value);
+  for (const std::string& word : command) run += " " + shell_quote(word);
   std::string out;
   if (!cwd.empty()) out = "cd " + shell_quote(cwd) + " 2>/dev/null; ";
-  // exec: the remote-exec command's process becomes the rank, so signals to
-  // it (and its process group) reach the rank itself.
-  out += "exec env";
-  for (const auto& [name, value] : exports) {
-    if (!is_launcher_variable(name)) out += " " + shell_quote(name + "=" + value);
+  if (!watch_stdin) {
+    // exec: the remote-exec command's process becomes the rank, so signals
+    // to it (and its process group) reach the rank itself.
+    return out + "exec " + run;
   }
-  for (const auto& [name, value] : launcher_vars(job, place)) out += " " + shell_quote(name + "=" + value);
-  for (const std::string& word : command) out += " " + shell_quote(word);
-  return out;
+  // A POSIX shell (whatever the remote login shell) runs the rank in the
+  // background and watches its own stdin, which kfrun holds open and never
+  // writes: end of file means the connection is gone (kfrun, or the
+  // remote-exec client, ended), and the rank gets SIGTERM. (ssh does not
+  // signal a remote command when its client dies.) The shell passes on a
+  // SIGTERM, SIGINT or SIGHUP it gets, waits for the rank and exits with its
+  // status; the watcher, its only other child, goes with it. (The watcher
+  // reads descriptor 3: a shell without job control gives an asynchronous
+  // command /dev/null as its stdin.)
+  const std::string script =
+      "exec 3<&0; " + run +
+      " </dev/null 3<&- & kf_rank=$!; { cat <&3 >/dev/null 2>&1; kill -TERM $kf_rank 2>/dev/null; "
+      "} & "
+      "kf_watch=$!; exec 3<&-; trap 'kill -TERM $kf_rank 2>/dev/null' HUP INT TERM; "
+      "while :; do wait $kf_rank; kf_status=$?; kill -0 $kf_rank 2>/dev/null || break; done; "
+      "kill $kf_watch 2>/dev/null; exit $kf_status";
+  return out + "exec sh -c " + shell_quote(script);
 }
 
 }  // namespace kfrun

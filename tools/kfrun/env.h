@@ -73,9 +73,14 @@ std::string shell_quote(const std::string& text);
 // The shell command line that starts a remote rank (the last argument of
 // the remote-exec command): "cd CWD 2>/dev/null; exec env VAR=VAL... prog
 // args", with the -x exports (not kfrun's whole environment, which belongs
-// to this host) and the launcher variables, everything quoted.
+// to this host) and the launcher variables, everything quoted. With
+// `watch_stdin` (every remote rank but one reading kfrun's stdin), "exec sh
+// -c SCRIPT" instead, where SCRIPT runs that env command in the background
+// and ends it when the shell's stdin (held open by kfrun: see
+// SpawnRequest::held_stdin) reaches end of file.
 std::string build_remote_command(const std::vector<std::pair<std::string, std::string>>& exports,
                                  const JobInfo& job, const RankPlace& place,
-                                 const std::vector<std::string>& command, const std::string& cwd);
+                                 const std::vector<std::string>& command, const std::string& cwd,
+                                 bool watch_stdin);
 
 }  // namespace kfrun

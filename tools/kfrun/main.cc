@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <climits>
@@ -40,7 +41,15 @@ void ensure_std_fds() {
   }
 }
 
-// Two pipe ends per rank: allow as many descriptors as the hard limit does.
+// Whether kfrun's stdin is /dev/null: nothing to pass on to rank 0.
+bool stdin_is_dev_null() {
+  struct stat in {
+  }, null{};
+  return ::fstat(0, &in) == 0 && ::stat("/dev/null", &null) == 0 && S_ISCHR(in.st_mode) &&
+         in.st_rdev == null.st_rdev;
+}
+
+// Three pipe ends per rank: allow as many descriptors as the hard limit does.
 void raise_fd_limit() {
   rlimit lim{};
   if (::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
@@ -145,8 +154,9 @@ int main(int argc, char** argv) {
   spec.timeout_seconds = opt.timeout_seconds;
   spec.prefix = opt.prefix;
   // A rank reading a terminal from its own process group would be stopped
-  // (SIGTTIN); so rank 0 gets stdin only when it is a file or a pipe.
-  spec.stdin_to_rank0 = !::isatty(0);
+  // (SIGTTIN); so rank 0 gets stdin only when it is a file or a pipe (not
+  // /dev/null: then rank 0 is like the others, and a remote one is watched).
+  spec.stdin_to_rank0 = !::isatty(0) && !stdin_is_dev_null();
   spec.ranks.reserve(places.size());
   std::vector<std::string> own_env;
   for (char** p = environ; p != nullptr && *p != nullptr; ++p) own_env.emplace_back(*p);
@@ -161,7 +171,11 @@ int main(int argc, char** argv) {
       // needs its agent, ip netns exec passes it on); the rank's own
       // variables travel on its command line.
       kfrun::expand_rsh(opt.rsh, place.host, &cmd.argv, &error);
-      cmd.argv.push_back(kfrun::build_remote_command(opt.exports, job, place, opt.command, cwd));
+      // Every remote rank but one that reads kfrun's stdin is tied to the
+      // connection through its stdin.
+      cmd.held_stdin = !(spec.stdin_to_rank0 && place.rank == 0);
+      cmd.argv.push_back(
+          kfrun::build_remote_command(opt.exports, job, place, opt.command, cwd, cmd.held_stdin));
       cmd.path = rsh_path;
       cmd.env = own_env;
     }

@@ -39,7 +39,7 @@ void close_pair(int fds[2]) {
 
 // The child between fork and exec. Only system calls here: no allocation,
 // no locks, and _exit on any failure.
-[[noreturn]] void run_child(const SpawnRequest& req, pid_t parent, int out_w, int err_w,
+[[noreturn]] void run_child(const SpawnRequest& req, pid_t parent, int in_r, int out_w, int err_w,
                             int status_w, char* const* argv, char* const* envp) {
   // Its own process group, so kfrun can signal the rank together with any
   // children it starts, and a terminal's Ctrl-C reaches only kfrun (which
@@ -54,7 +54,9 @@ void close_pair(int fds[2]) {
   ::signal(SIGPIPE, SIG_DFL);
   ::sigprocmask(SIG_SETMASK, &req.child_mask, nullptr);
 
-  if (!req.inherit_stdin) {
+  if (req.held_stdin) {
+    ::dup2(in_r, 0);  // (above 2, as the output pipes below)
+  } else if (!req.inherit_stdin) {
     int null_fd = ::open("/dev/null", O_RDONLY);
     if (null_fd >= 0 && null_fd != 0) {
       ::dup2(null_fd, 0);
@@ -119,12 +121,15 @@ SpawnResult spawn_rank(const SpawnRequest& req) {
   int out_pipe[2] = {-1, -1};
   int err_pipe[2] = {-1, -1};
   int status_pipe[2] = {-1, -1};  // close-on-exec: EOF means exec succeeded
+  int in_pipe[2] = {-1, -1};      // held_stdin only
   if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0 ||
-      ::pipe2(status_pipe, O_CLOEXEC) != 0) {
+      ::pipe2(status_pipe, O_CLOEXEC) != 0 ||
+      (req.held_stdin && ::pipe2(in_pipe, O_CLOEXEC) != 0)) {
     res.error = sys_error("rank " + std::to_string(req.rank) + ": cannot create pipes", errno);
     close_pair(out_pipe);
     close_pair(err_pipe);
     close_pair(status_pipe);
+    close_pair(in_pipe);
     return res;
   }
 
@@ -143,10 +148,12 @@ SpawnResult spawn_rank(const SpawnRequest& req) {
     close_pair(out_pipe);
     close_pair(err_pipe);
     close_pair(status_pipe);
+    close_pair(in_pipe);
     return res;
   }
   if (pid == 0) {
-    run_child(req, parent, out_pipe[1], err_pipe[1], status_pipe[1], argv.data(), envp.data());
+    run_child(req, parent, in_pipe[0], out_pipe[1], err_pipe[1], status_pipe[1], argv.data(),
+              envp.data());
   }
 
   // Also here, so the group exists before kfrun may signal it. EACCES after
@@ -155,6 +162,8 @@ SpawnResult spawn_rank(const SpawnRequest& req) {
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
   ::close(status_pipe[1]);
+  if (in_pipe[0] >= 0) ::close(in_pipe[0]);
+  res.stdin_fd = in_pipe[1];
   res.pid = pid;
   res.out_fd = out_pipe[0];
   res.err_fd = err_pipe[0];

@@ -22,7 +22,11 @@ struct SpawnRequest {
   std::string path;               // resolved program
   std::vector<std::string> argv;  // argv[0] as the user wrote it
   std::vector<std::string> env;   // "NAME=VALUE"
-  bool inherit_stdin = false;     // else the rank reads /dev/null
+  bool inherit_stdin = false;     // else the rank reads /dev/null, or:
+  // Its stdin a pipe that kfrun holds open and never writes: it reads end of
+  // file only once kfrun closes it or dies, however (SIGKILL too). A remote
+  // rank's shell watches it (see build_remote_command).
+  bool held_stdin = false;
   sigset_t child_mask;            // signal mask the program starts with
 };
 
@@ -30,6 +34,7 @@ struct SpawnResult {
   pid_t pid = -1;    // > 0 when a child process exists (it must be reaped)
   int out_fd = -1;   // read ends (non-blocking, close-on-exec)
   int err_fd = -1;
+  int stdin_fd = -1;   // held_stdin: the write end (close-on-exec); close it when the rank exits
   int exec_errno = 0;  // != 0: the child exists but could not exec
   std::string error;   // set when pid <= 0 (no child) or exec failed
 };

@@ -61,6 +61,7 @@ struct Rank {
   bool reaped = false;     // exit status collected (no zombie left)
   int out_fd = -1;
   int err_fd = -1;
+  int stdin_fd = -1;  // held open until the rank exits (SpawnRequest::held_stdin)
   std::unique_ptr<LineForwarder> out;
   std::unique_ptr<LineForwarder> err;
 };
@@ -210,11 +211,13 @@ void Supervisor::start_ranks() {
     req.argv = cmd.argv;
     req.env = cmd.env;
     req.inherit_stdin = spec_.stdin_to_rank0 && r.index == 0;
+    req.held_stdin = cmd.held_stdin && !req.inherit_stdin;
     req.child_mask = child_mask_;
     SpawnResult res = spawn_rank(req);
     r.pid = res.pid;
     r.out_fd = res.out_fd;
     r.err_fd = res.err_fd;
+    r.stdin_fd = res.stdin_fd;
     if (res.pid <= 0) {
       r.exited = true;  // never started
       stop(Reason::kLauncherError, kExitLauncherError, res.error + "; stopping all ranks", SIGTERM);
@@ -267,6 +270,10 @@ void Supervisor::check_exits() {
     if (::waitid(P_PID, static_cast<id_t>(r.pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) continue;
     if (info.si_pid == 0) continue;  // still running
     r.exited = true;
+    if (r.stdin_fd >= 0) {  // what the rank left on its host reads end of file
+      ::close(r.stdin_fd);
+      r.stdin_fd = -1;
+    }
     int code = 0;
     std::string how;
     if (info.si_code == CLD_EXITED) {

@@ -16,6 +16,7 @@ struct RankCommand {
   std::string path;               // resolved program
   std::vector<std::string> argv;  // argv[0] as given
   std::vector<std::string> env;   // "NAME=VALUE"
+  bool held_stdin = false;        // a remote rank: see SpawnRequest::held_stdin
 };
 
 struct JobSpec {
