@@ -348,7 +348,7 @@ HOSTS
     expect_grep "^\\[3\\] KF_ROOT_ADDR=10\\.213\\.251\\.1:(2[0-9]{4}|3[0-2][0-9]{3})\$" "$work/out"
     # The remote command line: the rank's variables on it, quoted, under a
     # shell that watches the rank's stdin (it closes with the connection).
-    expect_grep "^\\[1\\] cmdline=cd .* 2>/dev/null; exec sh -c 'exec 3<&0; env '\\\\''KF_TEST_VAR=it" "$work/out"
+    expect_grep "^\\[1\\] cmdline=cd .* 2>/dev/null; exec sh -c 'if \\[ -p /dev/stdin \\].*' kf-rank env 'KF_TEST_VAR=it" "$work/out"
     expect_grep '^\[1\] cmdline=.* KF_RANK=1 KF_SIZE=4 KF_LOCAL_RANK=1 KF_LOCAL_SIZE=2 KF_ROOT_ADDR=[0-9.:]+ KF_JOB_SECRET=[0-9a-f]{32} ' "$work/out"
     # A remote rank 0 given kfrun's stdin (a file here: not /dev/null) reads
     # it: exec env, unwatched.
@@ -399,7 +399,7 @@ HOSTS
     # its own: stopping the client does not signal the rank, yet the rank
     # must end with it (through its stdin, which kfrun holds open).
     h1=10.213.251.1 h2=10.213.251.2
-    fake="sh $(dirname "$0")/fake_ssh.sh {host}"
+    fake="sh '$(cd "$(dirname "$0")" && pwd)/fake_ssh.sh' {host}"
     # Rank 0 fails; rank 1 sleeps until kfrun stops its client.
     run_kfrun -H "$h1,$h2" --rsh "$fake" "$CHILD" "$marker" exit-rank 0 3
     expect_rc 3
@@ -417,10 +417,10 @@ HOSTS
     # see their stdin close.
     start_kfrun_bg 3 -H "localhost,$h1,$h2" --rsh "$fake" "$CHILD" "$marker" sleep
     for i in $(seq 100); do
-      [[ $(pgrep -c -f "^$CHILD $marker sleep\$" || true) -ge 3 ]] && break
+      [[ $(pgrep -c -f -- "^[^ ]*/kf_launcher_child $marker sleep\$" || true) -ge 3 ]] && break
       sleep 0.05
     done
-    [[ $(pgrep -c -f "^$CHILD $marker sleep\$" || true) -ge 3 ]] || fail "the ranks did not start"
+    [[ $(pgrep -c -f -- "^[^ ]*/kf_launcher_child $marker sleep\$" || true) -ge 3 ]] || fail "the ranks did not start"
     kill -KILL "$bg_pid"
     wait "$bg_pid" 2>/dev/null || true
     bg_pid=""

@@ -323,28 +323,26 @@ std::string build_remote_command(const std::vector<std::pair<std::string, std::s
   for (const std::string& word : command) run += " " + shell_quote(word);
   std::string out;
   if (!cwd.empty()) out = "cd " + shell_quote(cwd) + " 2>/dev/null; ";
-  if (!watch_stdin) {
-    // exec: the remote-exec command's process becomes the rank, so signals
-    // to it (and its process group) reach the rank itself.
-    return out + "exec " + run;
-  }
-  // A POSIX shell (whatever the remote login shell) runs the rank in the
-  // background and watches its own stdin, which kfrun holds open and never
-  // writes: end of file means the connection is gone (kfrun, or the
-  // remote-exec client, ended), and the rank gets SIGTERM. (ssh does not
-  // signal a remote command when its client dies.) The shell passes on a
-  // SIGTERM, SIGINT or SIGHUP it gets, waits for the rank and exits with its
-  // status; the watcher, its only other child, goes with it. (The watcher
-  // reads descriptor 3: a shell without job control gives an asynchronous
-  // command /dev/null as its stdin.)
+  // exec: the remote-exec command's process becomes the rank, so signals to
+  // it (and its process group) reach the rank itself, with their usual
+  // dispositions, and its exit status is the rank's.
+  if (!watch_stdin) return out + "exec " + run;
+  // First, when its stdin is a pipe or a socket (kfrun's held pipe, passed
+  // on as ssh does; not /dev/null or a terminal), a POSIX shell (whatever
+  // the remote login shell) starts a watcher of it: at end of file, the
+  // connection is gone (kfrun or the remote-exec client ended) and the rank
+  // gets SIGTERM, which ssh does not send when its client dies. The watcher
+  // is started from a subshell, so it is no child of the rank (which may
+  // wait for all of its children), and execs a shell whose argv holds no
+  // variable of the rank. It reads descriptor 3: a shell without job control
+  // gives an asynchronous command /dev/null as its stdin. The rank's words
+  // are the positional parameters, so that the script holds no user data
+  // (and neither a single quote nor a backslash pair).
   const std::string script =
-      "exec 3<&0; " + run +
-      " </dev/null 3<&- & kf_rank=$!; { cat <&3 >/dev/null 2>&1; kill -TERM $kf_rank 2>/dev/null; "
-      "} & "
-      "kf_watch=$!; exec 3<&-; trap 'kill -TERM $kf_rank 2>/dev/null' HUP INT TERM; "
-      "while :; do wait $kf_rank; kf_status=$?; kill -0 $kf_rank 2>/dev/null || break; done; "
-      "kill $kf_watch 2>/dev/null; exit $kf_status";
-  return out + "exec sh -c " + shell_quote(script);
+      "if [ -p /dev/stdin ] || [ -S /dev/stdin ]; then exec 3<&0; "
+      "( exec sh -c \"while read -r kf_line; do :; done; kill -TERM \\$1 2>/dev/null\" kf-watch $$ "
+      "<&3 >/dev/null 2>&1 & ); exec 3<&-; fi; exec \"$@\" </dev/null";
+  return out + "exec sh -c " + shell_quote(script) + " kf-rank " + run;
 }
 
 }  // namespace kfrun

@@ -75,9 +75,9 @@ std::string shell_quote(const std::string& text);
 // args", with the -x exports (not kfrun's whole environment, which belongs
 // to this host) and the launcher variables, everything quoted. With
 // `watch_stdin` (every remote rank but one reading kfrun's stdin), "exec sh
-// -c SCRIPT" instead, where SCRIPT runs that env command in the background
-// and ends it when the shell's stdin (held open by kfrun: see
-// SpawnRequest::held_stdin) reaches end of file.
+// -c SCRIPT kf-rank env ...": SCRIPT starts a watcher of its stdin (held
+// open by kfrun: see SpawnRequest::held_stdin) that sends the rank SIGTERM
+// at end of file, then execs the env command.
 std::string build_remote_command(const std::vector<std::pair<std::string, std::string>>& exports,
                                  const JobInfo& job, const RankPlace& place,
                                  const std::vector<std::string>& command, const std::string& cwd,

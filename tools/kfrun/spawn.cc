@@ -55,7 +55,11 @@ void close_pair(int fds[2]) {
   ::sigprocmask(SIG_SETMASK, &req.child_mask, nullptr);
 
   if (req.held_stdin) {
-    ::dup2(in_r, 0);  // (above 2, as the output pipes below)
+    if (::dup2(in_r, 0) < 0) {  // (above 2, as the output pipes below)
+      int err = errno;
+      (void)!::write(status_w, &err, sizeof(err));
+      ::_exit(127);
+    }
   } else if (!req.inherit_stdin) {
     int null_fd = ::open("/dev/null", O_RDONLY);
     if (null_fd >= 0 && null_fd != 0) {

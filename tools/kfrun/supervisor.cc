@@ -189,6 +189,8 @@ int Supervisor::run() {
   for (Rank& r : ranks_) {
     close_stream(r, false);
     close_stream(r, true);
+    if (r.stdin_fd >= 0) ::close(r.stdin_fd);
+    r.stdin_fd = -1;
   }
   ::close(signal_fd_);
   return exit_code_;
