@@ -346,9 +346,10 @@ HOSTS
     [[ $(sed -n 's/^\[[0-9]*\] KF_JOB_SECRET=//p' "$work/out" | sort -u | wc -l) -eq 1 ]] || fail "ranks disagree on KF_JOB_SECRET"
     # Rank 0 remote: KF_ROOT_ADDR is its (numeric) address, random port in 20000..32767.
     expect_grep "^\\[3\\] KF_ROOT_ADDR=10\\.213\\.251\\.1:(2[0-9]{4}|3[0-2][0-9]{3})\$" "$work/out"
-    # The remote command line: the rank's variables on it, quoted, under a
-    # shell that watches the rank's stdin (it closes with the connection).
-    expect_grep "^\\[1\\] cmdline=cd .* 2>/dev/null; exec sh -c 'if \\[ -p /dev/stdin \\].*' kf-rank env 'KF_TEST_VAR=it" "$work/out"
+    # The remote command line: the directory and the rank's variables on it,
+    # quoted, after a script that watches the rank's stdin (it closes with
+    # the connection).
+    expect_grep "^\\[1\\] cmdline=exec sh -c '.*/dev/stdin.*' kf-rank [^ ]+ env 'KF_TEST_VAR=it" "$work/out"
     expect_grep '^\[1\] cmdline=.* KF_RANK=1 KF_SIZE=4 KF_LOCAL_RANK=1 KF_LOCAL_SIZE=2 KF_ROOT_ADDR=[0-9.:]+ KF_JOB_SECRET=[0-9a-f]{32} ' "$work/out"
     # A remote rank 0 given kfrun's stdin (a file here: not /dev/null) reads
     # it: exec env, unwatched.
@@ -412,6 +413,14 @@ HOSTS
     expect_no_leftovers
     run_kfrun -H "$h1,$h2" --rsh "$fake" "$CHILD" "$marker" env
     expect_rc 0
+    expect_no_leftovers
+    # A remote rank that ignores SIGTERM: its watcher sends SIGKILL 3 s later.
+    run_kfrun --timeout 1 -H "$h1,$h2" --rsh "$fake" "$CHILD" "$marker" ignore-term
+    expect_rc 124
+    for i in $(seq 100); do
+      pgrep -f -- "$marker" >/dev/null || break
+      sleep 0.1
+    done
     expect_no_leftovers
     # kfrun killed outright: its clients die with it, and the remote ranks
     # see their stdin close.

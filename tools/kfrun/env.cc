@@ -321,28 +321,44 @@ std::string build_remote_command(const std::vector<std::pair<std::string, std::s
   for (const auto& [name, value] : launcher_vars(job, place))
     run += " " + shell_quote(name + "=" + value);
   for (const std::string& word : command) run += " " + shell_quote(word);
-  std::string out;
-  if (!cwd.empty()) out = "cd " + shell_quote(cwd) + " 2>/dev/null; ";
   // exec: the remote-exec command's process becomes the rank, so signals to
   // it (and its process group) reach the rank itself, with their usual
   // dispositions, and its exit status is the rank's.
-  if (!watch_stdin) return out + "exec " + run;
-  // First, when its stdin is a pipe or a socket (kfrun's held pipe, passed
-  // on as ssh does; not /dev/null or a terminal), a POSIX shell (whatever
-  // the remote login shell) starts a watcher of it: at end of file, the
-  // connection is gone (kfrun or the remote-exec client ended) and the rank
-  // gets SIGTERM, which ssh does not send when its client dies. The watcher
-  // is started from a subshell, so it is no child of the rank (which may
-  // wait for all of its children), and execs a shell whose argv holds no
-  // variable of the rank. It reads descriptor 3: a shell without job control
-  // gives an asynchronous command /dev/null as its stdin. The rank's words
-  // are the positional parameters, so that the script holds no user data
-  // (and neither a single quote nor a backslash pair).
+  if (!watch_stdin) {
+    return (cwd.empty() ? "" : "cd " + shell_quote(cwd) + " 2>/dev/null; ") + "exec " + run;
+  }
+  // A POSIX shell (whatever the remote login shell) changes to the
+  // directory, then, when its stdin is a pipe or a socket (kfrun's held
+  // pipe, passed on as ssh does; not /dev/null or a terminal), starts a
+  // watcher of it, and execs the rank. At end of file the connection is gone
+  // (kfrun or the remote-exec client ended): if the rank still runs, the
+  // watcher sends its process group SIGTERM, and SIGKILL 3 s later, as kfrun
+  // does to local ranks (ssh signals nothing when its client dies). The
+  // watcher
+  //  - is started from a subshell, so it is no child of the rank (which may
+  //    wait for all of its children);
+  //  - stays in the rank's process group (so the group's number cannot be
+  //    reused while it may signal it) and ignores the SIGTERM it sends;
+  //  - execs a shell whose argv holds no variable of the rank (the job
+  //    secret);
+  //  - reads descriptor 3: a shell without job control gives an asynchronous
+  //    command /dev/null as its stdin; and lets go of it at end of file (ssh
+  //    may share that socket with the rank's stdout).
+  // The directory and the rank's words are positional parameters: the
+  // script holds no user data (nor a single quote or a backslash pair).
+  const std::string watcher =
+      "trap \\\"\\\" TERM; while read -r kf_line; do :; done; exec 0<&-; "
+      "kill -0 \\$1 2>/dev/null || exit 0; "
+      "kill -TERM -\\$1 2>/dev/null || kill -TERM \\$1 2>/dev/null; sleep 3; "
+      "kill -KILL -\\$1 2>/dev/null || kill -KILL \\$1 2>/dev/null";
   const std::string script =
+      "[ -z \"$1\" ] || cd \"$1\" 2>/dev/null; shift; "
       "if [ -p /dev/stdin ] || [ -S /dev/stdin ]; then exec 3<&0; "
-      "( exec sh -c \"while read -r kf_line; do :; done; kill -TERM \\$1 2>/dev/null\" kf-watch $$ "
-      "<&3 >/dev/null 2>&1 & ); exec 3<&-; fi; exec \"$@\" </dev/null";
-  return out + "exec sh -c " + shell_quote(script) + " kf-rank " + run;
+      "( exec sh -c \"" +
+      watcher +
+      "\" kf-watch $$ <&3 >/dev/null 2>&1 & ); exec 3<&-; fi; "
+      "exec \"$@\" </dev/null";
+  return "exec sh -c " + shell_quote(script) + " kf-rank " + shell_quote(cwd) + " " + run;
 }
 
 }  // namespace kfrun

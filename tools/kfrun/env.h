@@ -75,9 +75,10 @@ std::string shell_quote(const std::string& text);
 // args", with the -x exports (not kfrun's whole environment, which belongs
 // to this host) and the launcher variables, everything quoted. With
 // `watch_stdin` (every remote rank but one reading kfrun's stdin), "exec sh
-// -c SCRIPT kf-rank env ...": SCRIPT starts a watcher of its stdin (held
-// open by kfrun: see SpawnRequest::held_stdin) that sends the rank SIGTERM
-// at end of file, then execs the env command.
+// -c SCRIPT kf-rank CWD env ...": SCRIPT changes to CWD, starts a watcher
+// of its stdin when that is a pipe or a socket (held open by kfrun: see
+// SpawnRequest::held_stdin) that ends the rank's process group at end of
+// file (SIGTERM, then SIGKILL 3 s later), and execs the env command.
 std::string build_remote_command(const std::vector<std::pair<std::string, std::string>>& exports,
                                  const JobInfo& job, const RankPlace& place,
                                  const std::vector<std::string>& command, const std::string& cwd,

@@ -25,7 +25,7 @@ struct SpawnRequest {
   bool inherit_stdin = false;     // else the rank reads /dev/null, or:
   // Its stdin a pipe that kfrun holds open and never writes: it reads end of
   // file only once kfrun closes it or dies, however (SIGKILL too). A remote
-  // rank's shell watches it (see build_remote_command).
+  // rank's watcher reads it (see build_remote_command).
   bool held_stdin = false;
   sigset_t child_mask;            // signal mask the program starts with
 };
