@@ -43,10 +43,12 @@ struct ArenaPiece {
 };
 // `pieces`: the `npieces` operations, in an order equal on every rank.
 // Runs one shot when their inputs, each rounded up to 64 bytes, add up to at
-// most `one_shot_max_bytes` (rounded up to 64) and one staging buffer; else staged as above over
-// the pieces laid end to end (a round and a rank's share may span operations; single copy only for
-// one piece). `signature`: the digest of the whole pass, equal on every rank (checked as above);
-// `one_shot_max_bytes` must be equal on every rank too (the communicator agrees it at init).
+// most `one_shot_max_bytes` (rounded up to 64) and one staging buffer; else
+// staged as above over the pieces laid end to end (a round and a rank's
+// share may span operations; single copy only for one piece). `signature`:
+// the digest of the whole pass, equal on every rank (checked as above);
+// `one_shot_max_bytes` must be equal on every rank too (the communicator
+// agrees it at init).
 // arena_all_reduce() is this with one piece.
 Status arena_all_reduce_pieces(SharedArena& a, uint32_t signature, const ArenaPiece* pieces,
                                size_t npieces, kf_dtype_t dtype, kf_op_t op,

@@ -43,8 +43,8 @@ void ensure_std_fds() {
 
 // Whether kfrun's stdin is /dev/null: nothing to pass on to rank 0.
 bool stdin_is_dev_null() {
-  struct stat in {
-  }, null{};
+  struct stat in = {};
+  struct stat null = {};
   return ::fstat(0, &in) == 0 && ::stat("/dev/null", &null) == 0 && S_ISCHR(in.st_mode) &&
          in.st_rdev == null.st_rdev;
 }

@@ -66,6 +66,12 @@ struct Rank {
   std::unique_ptr<LineForwarder> err;
 };
 
+// Closes the rank's held stdin (SpawnRequest::held_stdin), if it has one.
+void close_held_stdin(Rank& r) {
+  if (r.stdin_fd >= 0) ::close(r.stdin_fd);
+  r.stdin_fd = -1;
+}
+
 class Supervisor {
  public:
   Supervisor(const JobSpec& spec, const sigset_t& handled, const sigset_t& child_mask)
@@ -189,8 +195,7 @@ int Supervisor::run() {
   for (Rank& r : ranks_) {
     close_stream(r, false);
     close_stream(r, true);
-    if (r.stdin_fd >= 0) ::close(r.stdin_fd);
-    r.stdin_fd = -1;
+    close_held_stdin(r);
   }
   ::close(signal_fd_);
   return exit_code_;
@@ -213,7 +218,7 @@ void Supervisor::start_ranks() {
     req.argv = cmd.argv;
     req.env = cmd.env;
     req.inherit_stdin = spec_.stdin_to_rank0 && r.index == 0;
-    req.held_stdin = cmd.held_stdin && !req.inherit_stdin;
+    req.held_stdin = cmd.held_stdin;  // (never the rank given kfrun's stdin: main.cc)
     req.child_mask = child_mask_;
     SpawnResult res = spawn_rank(req);
     r.pid = res.pid;
@@ -272,10 +277,7 @@ void Supervisor::check_exits() {
     if (::waitid(P_PID, static_cast<id_t>(r.pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) continue;
     if (info.si_pid == 0) continue;  // still running
     r.exited = true;
-    if (r.stdin_fd >= 0) {  // what the rank left on its host reads end of file
-      ::close(r.stdin_fd);
-      r.stdin_fd = -1;
-    }
+    close_held_stdin(r);  // what the rank left on its host reads end of file
     int code = 0;
     std::string how;
     if (info.si_code == CLD_EXITED) {
