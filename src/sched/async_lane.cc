@@ -46,7 +46,8 @@ AsyncLane::AsyncLane(Engine* engine, ShmTransport* shm, const LaneOptions& opts,
           }(),
           shm->local_index()),
       me_(shm->local_index()),
-      n_(shm->local_size()) {
+      n_(shm->local_size()),
+      lazy_(std::max<int64_t>(1, opts.cycle_us) * kLaneWaiterCycles) {
   thread_ = std::thread([this] { thread_loop(); });
 }
 
@@ -145,18 +146,13 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint6
         unpublished_.push_back(rec);  // the ring is full: a driver publishes it later
         flush_unpublished_locked();
       }
+      burst_bytes_ += bytes;
       if (!finished_.empty()) done.swap(finished_);  // a tiny operation, all records in
-      if (bytes > opts_.wake_bytes) urgent_ = true;
-      // Wake the lane thread only out of a wait that this changes (no
-      // system call per submission while it waits out a grace or drives).
-      // Nor while a waiter drives or drove since the thread last looked
-      // (it will be back).
-      const bool waiter = want_.load() > 0 || waiter_drives_.load() != thread_seen_drives_;
-      wake = thread_wait_ == ThreadWait::kIdle ||
-             (urgent_ && !waiter && thread_wait_ == ThreadWait::kCycle);
-      // Woken once: the submissions that follow before the thread runs (on
-      // a busy machine, all of a step's) make no system call of their own.
-      if (wake) thread_wait_ = ThreadWait::kNone;
+      // The lane thread's time: a system call only when this sets an
+      // earlier one (the first submission after an idle spell, usually).
+      if (pending_locked() && (alarm_ == Clock::time_point::max() || !waiters_lead_)) {
+        alarm_locked(Clock::now() + grace_for(bytes));
+      }
     }
     // Inside a completion callback, what completes here goes to the lane
     // thread instead (async.h): a callback that submits again must not nest
@@ -171,11 +167,11 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint6
   }
   dirty_.store(true);
   if (deferred) shm_->ring(me_);                  // a driver asleep on the bell takes them
-  if (!foreign.empty()) thread_cv_.notify_one();  // the lane thread sends the replies
+  if (!foreign.empty()) thread_timer_.ring();     // the lane thread sends the replies
   complete(done);
   if (!foreign.empty()) return;
   ring_peers();
-  if (wake) thread_cv_.notify_one();
+  if (wake) thread_timer_.ring();
 }
 
 // Into ops_ (a kept node if there is one), counted as unready. False if an
@@ -233,7 +229,7 @@ bool AsyncLane::on_foreign_signature(int src, uint64_t name_hash, uint64_t seq) 
       if (f == foreign_failed_.end()) return false;
       replies_.push_back({src, f->second});
       dirty_.store(true);
-      thread_cv_.notify_one();
+      thread_timer_.ring();
       return true;
     }
     std::shared_ptr<LaneOp> op = it->second;
@@ -253,7 +249,7 @@ bool AsyncLane::on_foreign_signature(int src, uint64_t name_hash, uint64_t seq) 
     }
   }
   dirty_.store(true);
-  thread_cv_.notify_one();
+  thread_timer_.ring();
   return true;
 }
 
@@ -491,6 +487,7 @@ void AsyncLane::end_locked(LaneOp* op, const Status& st, Done* done) {
   } else {
     op_nodes_.push_back(ops_.extract(it));  // its pointer was moved out
   }
+  if (ops_.empty() && unpublished_.empty()) emptied_locked();
 }
 
 void AsyncLane::complete(const Done& done) {

@@ -51,11 +51,21 @@
 //     a match only once it is published: what it sees complete, every peer
 //     can.)
 //  5. Driving: one thread of a rank at a time: a thread in
-//     kf_request_wait (help()), so a small operation completes on the
-//     waiting thread with no hand-off, else the lane thread, woken for an
-//     operation above the fusion threshold after kGrace (200 us: a waiter
-//     usually comes first), for small ones after a cycle
-//     (KF_FUSION_CYCLE_US), and only every few cycles while waiters drive.
+//     kf_request_wait (help()), so an operation completes on the waiting
+//     thread with no hand-off, else the lane thread. That one sleeps on a
+//     WakeTimer (base/wake_timer.h) whose time a submission sets without
+//     waking it, kGrace (200 us) ahead for an operation above the fusion
+//     threshold, a cycle (KF_FUSION_CYCLE_US) for a small one. When the
+//     time comes and no waiter drove meanwhile (nobody waits: a backward
+//     pass submits and computes on), the thread drives. When a waiter did,
+//     waiters lead: the thread looks again only every kLaneWaiterCycles
+//     cycles while operations are pending, and submissions give waiters
+//     that long too, until a look finds nobody came. So while waiters
+//     drive, the lane thread is not woken (on a busy machine each wake-up
+//     preempts a driver), and a submission sets no time earlier than the
+//     next clock tick (which costs a virtual machine a timer exit). A burst
+//     of kCancelBytes or more cancels the time when it ends; a look that
+//     finds nothing pending costs one wake-up.
 //  6. Kind mismatch: a peer that submitted the same name and sequence as
 //     another kind (or strategy) runs it on the message path and sends a
 //     signature frame; the lane fails its operation and answers with its
@@ -87,6 +97,7 @@
 #include "base/deadline.h"
 #include "base/latest_keys.h"
 #include "base/status.h"
+#include "base/wake_timer.h"
 #include "sched/async_engine.h"
 #include "sched/engine.h"
 #include "transport/shm/lane_log.h"
@@ -178,7 +189,6 @@ class AsyncLane {
   using KeyHash = U64PairHash;
   using MatchMap = std::unordered_map<OpKey, Match, KeyHash>;
   using OpMap = std::unordered_map<OpKey, std::shared_ptr<LaneOp>, KeyHash>;
-  enum class ThreadWait { kNone, kIdle, kCycle, kGrace };  // see thread_wait_
 
   bool step();
   void ingest_locked();
@@ -201,6 +211,16 @@ class AsyncLane {
   void complete(const Done& done);
   bool insert_locked(const std::shared_ptr<LaneOp>& op);
   void flush_unpublished_locked();
+  // When the lane thread looks next (see 5.): at `at` if that is earlier
+  // (alarm_); the timer made to hold alarm_ (before the thread sleeps).
+  void alarm_locked(Clock::time_point at);
+  void arm_locked();
+  void emptied_locked();  // nothing pending any more (from end_locked())
+  // How long a submission of `bytes` gives waiters before the lane thread
+  // drives: lazy_ while waiters lead, else kGrace above wake_bytes, else a
+  // cycle.
+  std::chrono::microseconds grace_for(uint64_t bytes) const;
+  bool pending_locked() const { return !ops_.empty() || !unpublished_.empty(); }
   void ring_peers();
   // Drives until `stop` says so, `slice` passes (negative: no limit), or
   // the lane breaks or closes.
@@ -270,13 +290,20 @@ class AsyncLane {
   std::mutex driver_mu_;
   std::atomic<int> want_{0};                // threads in help() that want to drive
   std::atomic<uint64_t> waiter_drives_{0};  // times a thread in help() stopped driving
-  uint64_t thread_seen_drives_ = 0;         // waiter_drives_ at the lane thread's last look; mu_
   std::condition_variable handoff_cv_;      // threads in help() wait here for the driver; mu_
-  std::condition_variable thread_cv_;       // the lane thread waits here; mu_
-  bool urgent_ = false;                     // a large operation wants the lane thread soon; mu_
-  // What the lane thread waits for (mu_): submissions wake it only out of
-  // the waits they change.
-  ThreadWait thread_wait_ = ThreadWait::kNone;
+  // The lane thread sleeps on thread_timer_ until rung (work only it does,
+  // closing) or the time alarm_ (max: none; mu_), which the timer holds
+  // (armed_, mu_) while the thread sleeps (thread_awake_ false, mu_).
+  // waiters_lead_ (mu_): the last time that came found that a waiter had
+  // driven meanwhile; submissions then give waiters lazy_ (kWaiterCycles
+  // cycles) rather than kGrace.
+  WakeTimer thread_timer_;
+  Clock::time_point alarm_ = Clock::time_point::max();
+  Clock::time_point armed_ = Clock::time_point::max();
+  uint64_t burst_bytes_ = 0;  // submitted since the lane was last empty (mu_)
+  bool thread_awake_ = true;
+  bool waiters_lead_ = false;
+  const std::chrono::microseconds lazy_;
   std::thread thread_;
 };
 

@@ -13,11 +13,8 @@
 namespace kf {
 namespace {
 
-// How long a driver polls before it sleeps on its doorbell, and how long the
-// lane thread keeps its cycle after the last operation before it sleeps
-// until a submission wakes it.
+// How long a driver polls before it sleeps on its doorbell.
 constexpr auto kSpin = std::chrono::microseconds(50);
-constexpr int64_t kLingerNs = 10 * 1000000;
 constexpr int kSleepMs = 5;
 // A waiter drives for at most this long per help() call, so that
 // kf_request_wait_any sees other requests complete.
@@ -25,9 +22,9 @@ constexpr auto kSlice = std::chrono::milliseconds(2);
 // How long a large operation waits for a thread to drive it before the lane
 // thread does (a training step's backward pass submits and computes on).
 constexpr auto kGrace = std::chrono::microseconds(200);
-// While threads in help() drive, the lane thread looks only every this many
-// cycles (each look preempts a spinning driver on a busy machine).
-constexpr int kWaiterCycles = 8;
+// A burst of at least this many bytes (some 300 us of copying) cancels the
+// lane thread's time when it ends (see emptied_locked()).
+constexpr uint64_t kCancelBytes = 8 << 20;
 
 }  // namespace
 
@@ -82,7 +79,7 @@ bool AsyncLane::help(const std::shared_ptr<AsyncRequest>& req, bool any) {
     // (Driving on past the completions of other operations saves a return
     // and a re-entry per partition under kf_request_wait_all.)
     drive([&] { return req->done() || (any && completions_.load() != seen); }, kSlice);
-    waiter_drives_.fetch_add(1);
+    waiter_drives_.fetch_add(1, std::memory_order_relaxed);
     driver_mu_.unlock();
   } else {
     shm_->ring(me_);  // a driver asleep on the bell sees want_ and hands over
@@ -100,57 +97,80 @@ void AsyncLane::poll() {
   driver_mu_.unlock();
 }
 
+std::chrono::microseconds AsyncLane::grace_for(uint64_t bytes) const {
+  if (waiters_lead_) return lazy_;
+  return bytes > opts_.wake_bytes ? std::chrono::microseconds(kGrace)
+                                  : std::chrono::microseconds(std::max<int64_t>(1, opts_.cycle_us));
+}
+
+void AsyncLane::alarm_locked(Clock::time_point at) {
+  if (at >= alarm_) return;
+  alarm_ = at;
+  if (!thread_awake_) arm_locked();
+}
+
+void AsyncLane::emptied_locked() {
+  const uint64_t burst = burst_bytes_;
+  burst_bytes_ = 0;
+  // A look that finds nothing costs the thread a wake-up (tens of us of a
+  // core on a busy machine); cancelling it costs system calls (about 1 us
+  // with the next submission's setting): worth it after a long burst (its
+  // bytes stand for its length: no clock read per operation), not after
+  // each of a run of short ones.
+  if (alarm_ == Clock::time_point::max() || burst < kCancelBytes) return;
+  alarm_ = Clock::time_point::max();
+  if (!thread_awake_) arm_locked();
+}
+
+void AsyncLane::arm_locked() {
+  if (armed_ == alarm_) return;
+  if (alarm_ != Clock::time_point::max()) {
+    thread_timer_.set(alarm_);
+  } else if (Clock::now() < armed_) {
+    thread_timer_.clear();  // (a time that passed is spent)
+  }
+  armed_ = alarm_;
+}
+
 void AsyncLane::thread_loop() {
   const auto cycle = std::chrono::microseconds(std::max<int64_t>(1, opts_.cycle_us));
   std::unique_lock<std::mutex> lock(mu_);
-  int64_t idle_since = now_ns();
-  bool waiters_drive = false;  // seen last time it looked
-  auto wait = [&](ThreadWait why, Clock::time_point until) {
-    thread_wait_ = why;
-    if (until == Clock::time_point::max()) {
-      thread_cv_.wait(lock);
-    } else {
-      thread_cv_.wait_until(lock, until);
-    }
-    thread_wait_ = ThreadWait::kNone;
+  uint64_t drives_seen = waiter_drives_.load();
+  auto sleep = [&] {
+    arm_locked();
+    thread_awake_ = false;
+    lock.unlock();
+    thread_timer_.sleep();
+    lock.lock();
+    thread_awake_ = true;
   };
   while (!closed_) {
-    const bool urgent_work = !replies_.empty() || !finished_.empty();
-    if (ops_.empty() && unpublished_.empty() && !urgent_work) {
-      // Nothing pending: a cycle's ticks for a while, then sleep until a
-      // submission wakes the thread.
-      urgent_ = false;
-      waiters_drive = false;
-      wait(ThreadWait::kIdle,
-           now_ns() - idle_since > kLingerNs ? Clock::time_point::max() : Clock::now() + cycle);
+    // Work only this thread does runs now; pending operations when their
+    // time came and no waiter drove meanwhile (see 5.). A time that came is
+    // used up, whether it finds work or not.
+    const auto now = Clock::now();
+    const bool due = now >= alarm_;
+    const bool pending = pending_locked();
+    if (due || !pending) alarm_ = Clock::time_point::max();
+    const uint64_t drives = waiter_drives_.load();
+    const bool waiters = want_.load() > 0 || drives != drives_seen;
+    drives_seen = drives;
+    bool run = !replies_.empty() || !finished_.empty();
+    if (!run && pending) {
+      if (due && !waiters) {
+        waiters_lead_ = false;  // nobody came in time: from now on, kGrace
+        run = true;
+      } else if (due || alarm_ == Clock::time_point::max()) {
+        // Waiters drive (or the last one just left while this thread was
+        // awake): a look after a while only.
+        if (due) waiters_lead_ = true;
+        alarm_locked(now + (waiters ? lazy_ : std::chrono::microseconds(kGrace)));
+      }
+    }
+    if (!run) {
+      sleep();  // (with no time set, until a submission sets one or work rings)
       continue;
     }
-    idle_since = now_ns();
-    if (!urgent_work) {
-      // The thread that waits for an operation usually drives: give it a
-      // moment first (kGrace for large operations, a cycle for small ones,
-      // kWaiterCycles while waiters drive).
-      const auto t0 = Clock::now();
-      while (!closed_ && replies_.empty() && finished_.empty()) {
-        const auto end = t0 + (urgent_ ? kGrace : waiters_drive ? cycle * kWaiterCycles : cycle);
-        if (Clock::now() >= end) break;
-        wait(urgent_ ? ThreadWait::kGrace : ThreadWait::kCycle, end);
-      }
-      // A waiter driving, or one that just did and will be back (its slice
-      // ended, or the next request of a kf_request_wait_any loop), keeps
-      // driving.
-      if (closed_) continue;
-      const uint64_t drives = waiter_drives_.load();
-      const bool waiter_drove = drives != thread_seen_drives_;
-      thread_seen_drives_ = drives;
-      if (want_.load() > 0 || waiter_drove) {
-        urgent_ = false;
-        waiters_drive = true;
-        continue;
-      }
-    }
-    urgent_ = false;
-    waiters_drive = false;
     lock.unlock();
     const bool drove = driver_mu_.try_lock();
     if (drove) {
@@ -158,19 +178,19 @@ void AsyncLane::thread_loop() {
           [this] {
             if (want_.load() > 0) return true;
             std::lock_guard<std::mutex> l(mu_);
-            return closed_ ||
-                   (ops_.empty() && unpublished_.empty() && replies_.empty() && finished_.empty());
+            return closed_ || (!pending_locked() && replies_.empty() && finished_.empty());
           },
           std::chrono::nanoseconds(-1));
       driver_mu_.unlock();
     }
     lock.lock();
     handoff_cv_.notify_all();  // waiters may drive now
-    // Another thread drives (it may be running a callback): with urgent
-    // work, which skips the waits above, a cycle before looking again, not
-    // a spin (that thread's step takes the work).
+    // Another thread drives (it may be running a callback): with work only
+    // this thread does, a cycle before looking again, not a spin (that
+    // thread's step takes the work).
     if (!drove && !closed_ && (!replies_.empty() || !finished_.empty())) {
-      wait(ThreadWait::kCycle, Clock::now() + cycle);
+      alarm_locked(Clock::now() + cycle);
+      sleep();
     }
   }
 }
@@ -205,7 +225,7 @@ void AsyncLane::on_broken(const Status& why) {
     for (auto& d : done) finished_.push_back(std::move(d));
   }
   dirty_.store(true);
-  thread_cv_.notify_one();
+  thread_timer_.ring();
   handoff_cv_.notify_all();
 }
 
@@ -225,7 +245,7 @@ void AsyncLane::close() {
     closed_ = true;
     ended_.store(true);
   }
-  thread_cv_.notify_one();
+  thread_timer_.ring();
   handoff_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   // Whatever the lane thread did not complete (it stops at closed_).

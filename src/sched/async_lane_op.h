@@ -30,6 +30,10 @@ struct LaneVerb {
 // whose late records are dropped (see forget_locked()).
 constexpr size_t kLaneForgotten = 1024;
 
+// While waiters drive, the lane thread looks only every this many cycles
+// (KF_FUSION_CYCLE_US): each look preempts a driver on a busy machine.
+constexpr int64_t kLaneWaiterCycles = 8;
+
 // One submitted operation on the lane.
 struct LaneOp {
   explicit LaneOp(AsyncOpSpec&& s) : spec(std::move(s)) {}

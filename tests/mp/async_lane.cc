@@ -28,6 +28,12 @@
 //     never nest (the lane completes what a callback submits on another
 //     thread), every sum is exact, and kf_comm_destroy inside a callback is
 //     refused with KF_ERR_INVALID_USAGE, the communicator working on.
+//  9. Waiters lead, then leave work behind: after 40 steps that a waiter
+//     drives (the lane thread then looks only every few cycles), six
+//     operations (1 MiB in two partitions, never fused) of which the thread
+//     waits for the most urgent only, then sleeps:
+//     the lane thread must complete the other five (callbacks count them;
+//     this thread makes no library call), every sum exact.
 // Run with KF_TIMEOUT_MS=3000 (the timeouts of 5. and 7.). With --late only
 // case 5 runs: over TCP it tests the message path, where the ranks that
 // time out tell the silent rank (AsyncEngine::kGaveUpStep). With
@@ -231,6 +237,66 @@ void test_only(kf_comm_t comm, int rank, int n) {
              std::to_string(g_callbacks.load()) + (exact ? ", exact" : ", WRONG"));
   kf_request_free(r[0]);
   kf_request_free(r[1]);
+}
+
+std::atomic<int> g_left_done{0};
+void on_left_done(kf_request_t, kf_status_t st, void*) {
+  if (st == KF_SUCCESS) g_left_done.fetch_add(1);
+}
+
+void left_behind(kf_comm_t comm, int rank, int n) {
+  // 1 MiB in two partitions: never fused, so the waiter's operation runs
+  // alone.
+  const size_t count = 262144;
+  std::vector<std::vector<int32_t>> buf(6, std::vector<int32_t>(count));
+  auto fill = [&] {
+    for (auto& b : buf) {
+      for (size_t i = 0; i < count; ++i) b[i] = value(rank, i);
+    }
+  };
+  kf_request_t r[6];
+  bool ok = true;
+  for (int step = 0; step < 40 && ok; ++step) {  // waiters lead
+    fill();
+    for (int j = 0; j < 4; ++j) {
+      const std::string name = "lead." + std::to_string(j);
+      ok = ok && kf_iall_reduce(comm, name.c_str(), buf[j].data(), buf[j].data(), count, KF_INT32,
+                                KF_SUM, nullptr, &r[j]) == KF_SUCCESS;
+    }
+    ok = ok && kf_request_wait_all(4, r) == KF_SUCCESS;
+    for (int j = 0; j < 4; ++j) kf_request_free(r[j]);
+  }
+  fill();
+  kf_op_options_t o = KF_OP_OPTIONS_INITIALIZER;
+  o.callback = on_left_done;
+  o.partition_bytes = count * sizeof(int32_t) / 2;
+  for (int j = 0; j < 6; ++j) {
+    const std::string name = "left." + std::to_string(j);
+    o.priority = j;  // the first runs first
+    ok = ok && kf_iall_reduce(comm, name.c_str(), buf[j].data(), buf[j].data(), count, KF_INT32,
+                              KF_SUM, &o, &r[j]) == KF_SUCCESS;
+  }
+  ok = ok && kf_request_wait(r[0]) == KF_SUCCESS;
+  const auto t0 = std::chrono::steady_clock::now();
+  while (g_left_done.load() < 6 &&
+         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  bool exact = true;
+  for (const auto& b : buf) {
+    for (size_t i = 0; i < count; ++i) {
+      int64_t want = 0;
+      for (int q = 0; q < n; ++q) want += value(q, i);
+      if (b[i] != want) exact = false;
+    }
+  }
+  report(ok && exact && g_left_done.load() == 6,
+         "left behind by the waiter, completed by the lane thread: " +
+             std::to_string(g_left_done.load()) + " of 6 callbacks (" + std::to_string(ms) +
+             " ms after the wait)" + (exact ? ", exact" : ", WRONG"));
+  for (auto& q : r) kf_request_free(q);
 }
 
 void late(kf_comm_t comm, int rank, int n) {
@@ -475,6 +541,7 @@ int main(int argc, char** argv) {
   in_callback(comm, g_rank, n);
   edges(comm, g_rank, n);
   chained(comm, g_rank, n);
+  left_behind(comm, g_rank, n);
   kf_comm_destroy(comm);
   return g_fails == 0 ? 0 : 1;
 }
