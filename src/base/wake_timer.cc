@@ -68,7 +68,12 @@ void WakeTimer::clear() {
 
 void WakeTimer::sleep() {
   pollfd fds[2] = {{event_fd_, POLLIN, 0}, {timer_fd_, POLLIN, 0}};
-  if (::poll(fds, 2, -1) <= 0) return;  // (EINTR: a spurious return)
+  if (::poll(fds, 2, -1) <= 0) {
+    // EINTR: a spurious return. Anything else (the kernel out of memory):
+    // a pause, so that a caller looping on its state does not spin.
+    if (errno != EINTR) ::usleep(1000);
+    return;
+  }
   if (fds[0].revents != 0) drain(event_fd_);
   if (fds[1].revents != 0) drain(timer_fd_);
 }

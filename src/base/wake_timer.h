@@ -32,9 +32,10 @@ class WakeTimer {
   // No time set (sleep() ends only when rung). A system call.
   void clear();
   // Sleeps until ring() or the time set, whichever comes first; either one
-  // that happened since the last sleep() ends it at once. Spurious returns
-  // are possible (a time passed just before set() replaced it): callers
-  // re-check their state.
+  // that happened since the last sleep() ends it at once (a time replaced
+  // by set() or clear() before it came never does). Spurious returns are
+  // possible (a signal; a time that came and was cleared before this
+  // sleep() read it): callers re-check their state.
   void sleep();
 
  private:

@@ -47,7 +47,7 @@ AsyncLane::AsyncLane(Engine* engine, ShmTransport* shm, const LaneOptions& opts,
           shm->local_index()),
       me_(shm->local_index()),
       n_(shm->local_size()),
-      lazy_(std::max<int64_t>(1, opts.cycle_us) * kLaneWaiterCycles) {
+      waiter_look_(std::max<int64_t>(1, opts.cycle_us) * kLaneWaiterCycles) {
   thread_ = std::thread([this] { thread_loop(); });
 }
 
@@ -104,7 +104,6 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint6
         Status::ok());
 
   Done done;
-  bool wake = false;
   bool deferred = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -146,6 +145,10 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint6
         unpublished_.push_back(rec);  // the ring is full: a driver publishes it later
         flush_unpublished_locked();
       }
+      // A burst starts: the lane thread counts the waiters' drives from
+      // here (see thread_loop()), not from its last look before an idle
+      // spell.
+      if (ops_.size() == 1) drives_seen_ = waiter_drives_.load(std::memory_order_relaxed);
       burst_bytes_ += bytes;
       if (!finished_.empty()) done.swap(finished_);  // a tiny operation, all records in
       // The lane thread's time: a system call only when this sets an
@@ -161,17 +164,16 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint6
     if (!done.empty() && !closed_ && in_completion_callback()) {
       for (auto& d : done) finished_.push_back(std::move(d));
       done.clear();
-      wake = true;
       deferred = true;
     }
   }
   dirty_.store(true);
-  if (deferred) shm_->ring(me_);                  // a driver asleep on the bell takes them
-  if (!foreign.empty()) thread_timer_.ring();     // the lane thread sends the replies
+  if (deferred) shm_->ring(me_);               // a driver asleep on the bell takes them
+  if (!foreign.empty()) thread_timer_.ring();  // the lane thread sends the replies
   complete(done);
   if (!foreign.empty()) return;
   ring_peers();
-  if (wake) thread_timer_.ring();
+  if (deferred) thread_timer_.ring();  // or the lane thread
 }
 
 // Into ops_ (a kept node if there is one), counted as unready. False if an

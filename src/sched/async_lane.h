@@ -52,20 +52,22 @@
 //     can.)
 //  5. Driving: one thread of a rank at a time: a thread in
 //     kf_request_wait (help()), so an operation completes on the waiting
-//     thread with no hand-off, else the lane thread. That one sleeps on a
-//     WakeTimer (base/wake_timer.h) whose time a submission sets without
-//     waking it, kGrace (200 us) ahead for an operation above the fusion
-//     threshold, a cycle (KF_FUSION_CYCLE_US) for a small one. When the
-//     time comes and no waiter drove meanwhile (nobody waits: a backward
-//     pass submits and computes on), the thread drives. When a waiter did,
-//     waiters lead: the thread looks again only every kLaneWaiterCycles
-//     cycles while operations are pending, and submissions give waiters
-//     that long too, until a look finds nobody came. So while waiters
-//     drive, the lane thread is not woken (on a busy machine each wake-up
-//     preempts a driver), and a submission sets no time earlier than the
-//     next clock tick (which costs a virtual machine a timer exit). A burst
-//     of kCancelBytes or more cancels the time when it ends; a look that
-//     finds nothing pending costs one wake-up.
+//     thread with no hand-off, else the lane thread. Submissions never wake
+//     that one: it sleeps on a WakeTimer (base/wake_timer.h) whose time a
+//     submission sets, kGrace (200 us) ahead for an operation above the
+//     fusion threshold, a cycle (KF_FUSION_CYCLE_US) for a small one. When
+//     the time comes and no waiter drove meanwhile (nobody waits: a
+//     backward pass submits and computes on), the thread drives. When a
+//     waiter did, waiters lead: the thread looks again only every
+//     kLaneWaiterCycles cycles while operations are pending, and
+//     submissions give waiters that long too, until a look finds that
+//     nobody came. So while waiters drive, the lane thread wakes once per
+//     kLaneWaiterCycles cycles at most (on a busy machine each wake-up
+//     preempts a driver), and submissions set a time that far ahead (8 ms
+//     by default: past the next clock tick, so the kernel need not
+//     reprogram its timer, which costs a virtual machine several us). A burst of kCancelBytes or
+//     more cancels the time when it ends; after shorter ones, a look that finds nothing pending
+//     costs one wake-up.
 //  6. Kind mismatch: a peer that submitted the same name and sequence as
 //     another kind (or strategy) runs it on the message path and sends a
 //     signature frame; the lane fails its operation and answers with its
@@ -112,7 +114,7 @@ struct LaneOptions {
   int64_t stall_warn_ms = 0;    // 0: no warnings
   bool single_copy = false;     // the communicator's agreed single-copy mode
   size_t one_shot_bytes = 0;    // KF_SHM_ONE_SHOT_BYTES
-  uint64_t wake_bytes = 16384;  // operations above this wake the lane thread
+  uint64_t wake_bytes = 16384;  // operations above this get kGrace, not a cycle (see 5.)
   int64_t cycle_us = 1000;      // else the lane thread drives after this
   // Fusion (see 3.): single-partition operations share a pass of at most
   // pass_bytes bytes (KF_FUSION_PASS_BYTES) and the partition size of its
@@ -211,14 +213,17 @@ class AsyncLane {
   void complete(const Done& done);
   bool insert_locked(const std::shared_ptr<LaneOp>& op);
   void flush_unpublished_locked();
-  // When the lane thread looks next (see 5.): at `at` if that is earlier
-  // (alarm_); the timer made to hold alarm_ (before the thread sleeps).
+  // The lane thread looks next at `at` if that is earlier than alarm_
+  // (the timer follows if the thread sleeps).
   void alarm_locked(Clock::time_point at);
+  // Makes the timer hold alarm_ (before the thread sleeps).
   void arm_locked();
-  void emptied_locked();  // nothing pending any more (from end_locked())
+  // Nothing is pending any more (from end_locked()): after a long burst,
+  // the thread's time is cancelled.
+  void emptied_locked();
   // How long a submission of `bytes` gives waiters before the lane thread
-  // drives: lazy_ while waiters lead, else kGrace above wake_bytes, else a
-  // cycle.
+  // drives: waiter_look_ while waiters lead, else kGrace above wake_bytes,
+  // else a cycle.
   std::chrono::microseconds grace_for(uint64_t bytes) const;
   bool pending_locked() const { return !ops_.empty() || !unpublished_.empty(); }
   void ring_peers();
@@ -295,15 +300,17 @@ class AsyncLane {
   // closing) or the time alarm_ (max: none; mu_), which the timer holds
   // (armed_, mu_) while the thread sleeps (thread_awake_ false, mu_).
   // waiters_lead_ (mu_): the last time that came found that a waiter had
-  // driven meanwhile; submissions then give waiters lazy_ (kWaiterCycles
-  // cycles) rather than kGrace.
+  // driven meanwhile (waiter_drives_ beyond drives_seen_, which a burst's
+  // first submission refreshes; mu_); submissions then give waiters
+  // waiter_look_ (kLaneWaiterCycles cycles) rather than kGrace.
   WakeTimer thread_timer_;
   Clock::time_point alarm_ = Clock::time_point::max();
   Clock::time_point armed_ = Clock::time_point::max();
   uint64_t burst_bytes_ = 0;  // submitted since the lane was last empty (mu_)
   bool thread_awake_ = true;
+  uint64_t drives_seen_ = 0;
   bool waiters_lead_ = false;
-  const std::chrono::microseconds lazy_;
+  const std::chrono::microseconds waiter_look_;
   std::thread thread_;
 };
 

@@ -98,7 +98,7 @@ void AsyncLane::poll() {
 }
 
 std::chrono::microseconds AsyncLane::grace_for(uint64_t bytes) const {
-  if (waiters_lead_) return lazy_;
+  if (waiters_lead_) return waiter_look_;
   return bytes > opts_.wake_bytes ? std::chrono::microseconds(kGrace)
                                   : std::chrono::microseconds(std::max<int64_t>(1, opts_.cycle_us));
 }
@@ -117,7 +117,12 @@ void AsyncLane::emptied_locked() {
   // with the next submission's setting): worth it after a long burst (its
   // bytes stand for its length: no clock read per operation), not after
   // each of a run of short ones.
-  if (alarm_ == Clock::time_point::max() || burst < kCancelBytes) return;
+  // (Completions some driver paths leave in finished_ for the thread keep
+  // its time: see step().)
+  if (alarm_ == Clock::time_point::max() || burst < kCancelBytes || !finished_.empty() ||
+      !replies_.empty()) {
+    return;
+  }
   alarm_ = Clock::time_point::max();
   if (!thread_awake_) arm_locked();
 }
@@ -127,7 +132,9 @@ void AsyncLane::arm_locked() {
   if (alarm_ != Clock::time_point::max()) {
     thread_timer_.set(alarm_);
   } else if (Clock::now() < armed_) {
-    thread_timer_.clear();  // (a time that passed is spent)
+    // (A time that passed is left: the thread's next sleep may return at
+    // once for it, and finds nothing due.)
+    thread_timer_.clear();
   }
   armed_ = alarm_;
 }
@@ -135,8 +142,7 @@ void AsyncLane::arm_locked() {
 void AsyncLane::thread_loop() {
   const auto cycle = std::chrono::microseconds(std::max<int64_t>(1, opts_.cycle_us));
   std::unique_lock<std::mutex> lock(mu_);
-  uint64_t drives_seen = waiter_drives_.load();
-  auto sleep = [&] {
+  auto sleep_on_timer = [&] {
     arm_locked();
     thread_awake_ = false;
     lock.unlock();
@@ -153,8 +159,8 @@ void AsyncLane::thread_loop() {
     const bool pending = pending_locked();
     if (due || !pending) alarm_ = Clock::time_point::max();
     const uint64_t drives = waiter_drives_.load();
-    const bool waiters = want_.load() > 0 || drives != drives_seen;
-    drives_seen = drives;
+    const bool waiters = want_.load() > 0 || drives != drives_seen_;
+    drives_seen_ = drives;
     bool run = !replies_.empty() || !finished_.empty();
     if (!run && pending) {
       if (due && !waiters) {
@@ -164,11 +170,11 @@ void AsyncLane::thread_loop() {
         // Waiters drive (or the last one just left while this thread was
         // awake): a look after a while only.
         if (due) waiters_lead_ = true;
-        alarm_locked(now + (waiters ? lazy_ : std::chrono::microseconds(kGrace)));
+        alarm_locked(now + (waiters ? waiter_look_ : std::chrono::microseconds(kGrace)));
       }
     }
     if (!run) {
-      sleep();  // (with no time set, until a submission sets one or work rings)
+      sleep_on_timer();  // (with no time set, until a submission sets one or work rings)
       continue;
     }
     lock.unlock();
@@ -185,12 +191,12 @@ void AsyncLane::thread_loop() {
     }
     lock.lock();
     handoff_cv_.notify_all();  // waiters may drive now
-    // Another thread drives (it may be running a callback): with work only
-    // this thread does, a cycle before looking again, not a spin (that
-    // thread's step takes the work).
-    if (!drove && !closed_ && (!replies_.empty() || !finished_.empty())) {
+    // Another thread drives (it may be running a callback), or wants to:
+    // with work only this thread does, a cycle before looking again, not a
+    // spin (that thread's step takes the work).
+    if ((!drove || want_.load() > 0) && !closed_ && (!replies_.empty() || !finished_.empty())) {
       alarm_locked(Clock::now() + cycle);
-      sleep();
+      sleep_on_timer();
     }
   }
 }

@@ -28,12 +28,13 @@
 //     never nest (the lane completes what a callback submits on another
 //     thread), every sum is exact, and kf_comm_destroy inside a callback is
 //     refused with KF_ERR_INVALID_USAGE, the communicator working on.
-//  9. Waiters lead, then leave work behind: after 40 steps that a waiter
-//     drives (the lane thread then looks only every few cycles), six
-//     operations (1 MiB in two partitions, never fused) of which the thread
-//     waits for the most urgent only, then sleeps:
-//     the lane thread must complete the other five (callbacks count them;
-//     this thread makes no library call), every sum exact.
+//  9. Waiters lead, then leave work behind: after 20 steps that a waiter
+//     drives (12 MiB each: the lane thread then looks only every few
+//     cycles, and each step's end cancels its time), six operations (1 MiB
+//     in two partitions, never fused) of which the thread waits for the
+//     most urgent only, then sleeps, then three that nobody waits for: the
+//     lane thread must complete them all (callbacks count them; this thread
+//     makes no library call meanwhile) within 5 s, every sum exact.
 // Run with KF_TIMEOUT_MS=3000 (the timeouts of 5. and 7.). With --late only
 // case 5 runs: over TCP it tests the message path, where the ranks that
 // time out tell the silent rank (AsyncEngine::kGaveUpStep). With
@@ -244,59 +245,85 @@ void on_left_done(kf_request_t, kf_status_t st, void*) {
   if (st == KF_SUCCESS) g_left_done.fetch_add(1);
 }
 
+// Sleeps until `want` callbacks of on_left_done() came, at most 20 s;
+// returns the ms it took.
+double await_callbacks(int want) {
+  const auto t0 = std::chrono::steady_clock::now();
+  while (g_left_done.load() < want &&
+         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
 void left_behind(kf_comm_t comm, int rank, int n) {
   // 1 MiB in two partitions: never fused, so the waiter's operation runs
   // alone.
   const size_t count = 262144;
-  std::vector<std::vector<int32_t>> buf(6, std::vector<int32_t>(count));
+  const int kLead = 12, kLeft = 6, kAlone = 3;
+  std::vector<std::vector<int32_t>> buf(kLead, std::vector<int32_t>(count));
   auto fill = [&] {
     for (auto& b : buf) {
       for (size_t i = 0; i < count; ++i) b[i] = value(rank, i);
     }
   };
-  kf_request_t r[6];
+  auto exact = [&](int ops) {
+    for (int j = 0; j < ops; ++j) {
+      for (size_t i = 0; i < count; ++i) {
+        int64_t want = 0;
+        for (int q = 0; q < n; ++q) want += value(q, i);
+        if (buf[j][i] != want) return false;
+      }
+    }
+    return true;
+  };
+  kf_request_t r[kLead] = {};
+  auto free_all = [&] {
+    for (auto& q : r) {
+      kf_request_free(q);
+      q = nullptr;
+    }
+  };
   bool ok = true;
-  for (int step = 0; step < 40 && ok; ++step) {  // waiters lead
+  for (int step = 0; step < 20 && ok; ++step) {  // waiters lead
     fill();
-    for (int j = 0; j < 4; ++j) {
+    for (int j = 0; j < kLead; ++j) {
       const std::string name = "lead." + std::to_string(j);
       ok = ok && kf_iall_reduce(comm, name.c_str(), buf[j].data(), buf[j].data(), count, KF_INT32,
                                 KF_SUM, nullptr, &r[j]) == KF_SUCCESS;
     }
-    ok = ok && kf_request_wait_all(4, r) == KF_SUCCESS;
-    for (int j = 0; j < 4; ++j) kf_request_free(r[j]);
+    ok = ok && kf_request_wait_all(kLead, r) == KF_SUCCESS;
+    free_all();
   }
-  fill();
+  ok = ok && exact(kLead);
   kf_op_options_t o = KF_OP_OPTIONS_INITIALIZER;
   o.callback = on_left_done;
   o.partition_bytes = count * sizeof(int32_t) / 2;
-  for (int j = 0; j < 6; ++j) {
-    const std::string name = "left." + std::to_string(j);
-    o.priority = j;  // the first runs first
-    ok = ok && kf_iall_reduce(comm, name.c_str(), buf[j].data(), buf[j].data(), count, KF_INT32,
-                              KF_SUM, &o, &r[j]) == KF_SUCCESS;
-  }
-  ok = ok && kf_request_wait(r[0]) == KF_SUCCESS;
-  const auto t0 = std::chrono::steady_clock::now();
-  while (g_left_done.load() < 6 &&
-         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  const double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  bool exact = true;
-  for (const auto& b : buf) {
-    for (size_t i = 0; i < count; ++i) {
-      int64_t want = 0;
-      for (int q = 0; q < n; ++q) want += value(q, i);
-      if (b[i] != want) exact = false;
+  auto submit = [&](const char* prefix, int ops) {
+    fill();
+    for (int j = 0; j < ops; ++j) {
+      const std::string name = prefix + std::to_string(j);
+      o.priority = j;  // the first runs first
+      ok = ok && kf_iall_reduce(comm, name.c_str(), buf[j].data(), buf[j].data(), count, KF_INT32,
+                                KF_SUM, &o, &r[j]) == KF_SUCCESS;
     }
-  }
-  report(ok && exact && g_left_done.load() == 6,
-         "left behind by the waiter, completed by the lane thread: " +
-             std::to_string(g_left_done.load()) + " of 6 callbacks (" + std::to_string(ms) +
-             " ms after the wait)" + (exact ? ", exact" : ", WRONG"));
-  for (auto& q : r) kf_request_free(q);
+  };
+  submit("left.", kLeft);
+  ok = ok && kf_request_wait(r[0]) == KF_SUCCESS;
+  const double left_ms = await_callbacks(kLeft);
+  const bool left_ok = ok && exact(kLeft) && g_left_done.load() == kLeft && left_ms < 5000;
+  report(left_ok, "left behind by a waiter, completed by the lane thread: " +
+                      std::to_string(g_left_done.load()) + " of " + std::to_string(kLeft) +
+                      " callbacks, " + std::to_string(left_ms) + " ms after the wait");
+  free_all();
+  g_left_done = 0;
+  submit("alone.", kAlone);
+  const double alone_ms = await_callbacks(kAlone);
+  report(ok && exact(kAlone) && g_left_done.load() == kAlone && alone_ms < 5000,
+         "waited for by nobody, completed by the lane thread: " +
+             std::to_string(g_left_done.load()) + " of " + std::to_string(kAlone) + " callbacks, " +
+             std::to_string(alone_ms) + " ms after the submissions");
+  free_all();
 }
 
 void late(kf_comm_t comm, int rank, int n) {
