@@ -338,12 +338,14 @@ void AsyncLane::check_ready_locked(LaneOp* op) {
     end_locked(op,
                invalid_usage(op->label() + ": ranks called it with different arguments: " + diff),
                &finished_);
+    left_.store(true, std::memory_order_relaxed);
     return;
   }
   const uint64_t bytes = op->bytes();
   const bool tiny = bytes > 0 && bytes <= LaneRecord::kPayloadBytes;
   if (tiny && in_time_locked(m)) {
     reduce_tiny_locked(op, mit, &finished_);  // completes it
+    left_.store(true, std::memory_order_relaxed);
     return;
   }
   // A tiny operation too close to its deadline keeps its records for the

@@ -285,6 +285,9 @@ class AsyncLane {
   Done step_done_;
   Done entry_done_;
   Done finished_;   // failed off the driver (e.g. on a transport thread): completed by a driver
+  // Set when matching completed operations into finished_ (a driver's step
+  // takes them; one that stops rings the lane thread for them).
+  std::atomic<bool> left_{false};
   std::atomic<uint64_t> completions_{0};  // operations completed so far
   uint64_t next_order_ = 0;
   bool closed_ = false;

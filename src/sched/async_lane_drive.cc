@@ -81,6 +81,13 @@ bool AsyncLane::help(const std::shared_ptr<AsyncRequest>& req, bool any) {
     drive([&] { return req->done() || (any && completions_.load() != seen); }, kSlice);
     waiter_drives_.fetch_add(1, std::memory_order_relaxed);
     driver_mu_.unlock();
+    // Completions its last step left for a driver (rare: records read while
+    // it looked at a deadline) go to the lane thread, which may sleep with
+    // no time set.
+    if (left_.load(std::memory_order_relaxed)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!finished_.empty()) thread_timer_.ring();
+    }
   } else {
     shm_->ring(me_);  // a driver asleep on the bell sees want_ and hands over
     std::unique_lock<std::mutex> lock(mu_);

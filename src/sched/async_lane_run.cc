@@ -293,10 +293,12 @@ bool AsyncLane::step() {
   bool have = false, appended = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    // (Records published now may complete tiny operations: first.)
+    if (broken_.is_ok()) flush_unpublished_locked();
     done.swap(finished_);
+    left_.store(false, std::memory_order_relaxed);
     replies.swap(replies_);
     if (broken_.is_ok()) {
-      flush_unpublished_locked();
       // The log first: a withdrawal already there must be seen before the
       // records that would complete a tiny operation it ends (run_entry()
       // reads the records a run entry needs).
