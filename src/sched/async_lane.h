@@ -63,11 +63,11 @@
 //     submissions give waiters that long too, until a look finds that
 //     nobody came. So while waiters drive, the lane thread wakes once per
 //     kLaneWaiterCycles cycles at most (on a busy machine each wake-up
-//     preempts a driver), and submissions set a time that far ahead (8 ms
-//     by default: past the next clock tick, so the kernel need not
-//     reprogram its timer, which costs a virtual machine several us). A burst of kCancelBytes or
-//     more cancels the time when it ends; after shorter ones, a look that finds nothing pending
-//     costs one wake-up.
+//     preempts a driver), and submissions set its time once per burst at
+//     most (a system call; in a virtual machine, several us when the
+//     kernel reprograms its clock device). A burst of kCancelBytes or more
+//     cancels the time when it ends; after shorter ones, a look that finds
+//     nothing pending costs one wake-up (see emptied_locked()).
 //  6. Kind mismatch: a peer that submitted the same name and sequence as
 //     another kind (or strategy) runs it on the message path and sends a
 //     signature frame; the lane fails its operation and answers with its

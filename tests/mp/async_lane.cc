@@ -28,8 +28,8 @@
 //     never nest (the lane completes what a callback submits on another
 //     thread), every sum is exact, and kf_comm_destroy inside a callback is
 //     refused with KF_ERR_INVALID_USAGE, the communicator working on.
-//  9. Waiters lead, then leave work behind: after 20 steps that a waiter
-//     drives (12 MiB each: the lane thread then looks only every few
+//  9. Waiters lead, then leave work behind: after 10 steps that a waiter
+//     drives (36 MiB each: the lane thread then looks only every few
 //     cycles, and each step's end cancels its time), six operations (1 MiB
 //     in two partitions, never fused) of which the thread waits for the
 //     most urgent only, then sleeps, then three that nobody waits for: the
@@ -257,19 +257,21 @@ double await_callbacks(int want) {
 }
 
 void left_behind(kf_comm_t comm, int rank, int n) {
-  // 1 MiB in two partitions: never fused, so the waiter's operation runs
-  // alone.
-  const size_t count = 262144;
+  // The lead steps' operations are 3 MiB (36 MiB a step: past the size of
+  // burst whose end cancels the lane thread's time); the others' 1 MiB, in
+  // two partitions: never fused, so the waiter's operation runs alone.
+  const size_t count = 262144, lead_count = 3 * count;
   const int kLead = 12, kLeft = 6, kAlone = 3;
-  std::vector<std::vector<int32_t>> buf(kLead, std::vector<int32_t>(count));
+  std::vector<std::vector<int32_t>> buf(kLead, std::vector<int32_t>(lead_count));
   auto fill = [&] {
     for (auto& b : buf) {
-      for (size_t i = 0; i < count; ++i) b[i] = value(rank, i);
+      for (size_t i = 0; i < lead_count; ++i) b[i] = value(rank, i);
     }
   };
-  auto exact = [&](int ops) {
+  // Whether the first `ops` buffers hold the sums of their first `elems`.
+  auto exact = [&](int ops, size_t elems) {
     for (int j = 0; j < ops; ++j) {
-      for (size_t i = 0; i < count; ++i) {
+      for (size_t i = 0; i < elems; ++i) {
         int64_t want = 0;
         for (int q = 0; q < n; ++q) want += value(q, i);
         if (buf[j][i] != want) return false;
@@ -285,17 +287,17 @@ void left_behind(kf_comm_t comm, int rank, int n) {
     }
   };
   bool ok = true;
-  for (int step = 0; step < 20 && ok; ++step) {  // waiters lead
+  for (int step = 0; step < 10 && ok; ++step) {  // waiters lead
     fill();
     for (int j = 0; j < kLead; ++j) {
       const std::string name = "lead." + std::to_string(j);
-      ok = ok && kf_iall_reduce(comm, name.c_str(), buf[j].data(), buf[j].data(), count, KF_INT32,
-                                KF_SUM, nullptr, &r[j]) == KF_SUCCESS;
+      ok = ok && kf_iall_reduce(comm, name.c_str(), buf[j].data(), buf[j].data(), lead_count,
+                                KF_INT32, KF_SUM, nullptr, &r[j]) == KF_SUCCESS;
     }
     ok = ok && kf_request_wait_all(kLead, r) == KF_SUCCESS;
     free_all();
   }
-  ok = ok && exact(kLead);
+  ok = ok && exact(kLead, lead_count);
   kf_op_options_t o = KF_OP_OPTIONS_INITIALIZER;
   o.callback = on_left_done;
   o.partition_bytes = count * sizeof(int32_t) / 2;
@@ -311,7 +313,7 @@ void left_behind(kf_comm_t comm, int rank, int n) {
   submit("left.", kLeft);
   ok = ok && kf_request_wait(r[0]) == KF_SUCCESS;
   const double left_ms = await_callbacks(kLeft);
-  const bool left_ok = ok && exact(kLeft) && g_left_done.load() == kLeft && left_ms < 5000;
+  const bool left_ok = ok && exact(kLeft, count) && g_left_done.load() == kLeft && left_ms < 5000;
   report(left_ok, "left behind by a waiter, completed by the lane thread: " +
                       std::to_string(g_left_done.load()) + " of " + std::to_string(kLeft) +
                       " callbacks, " + std::to_string(left_ms) + " ms after the wait");
@@ -319,7 +321,7 @@ void left_behind(kf_comm_t comm, int rank, int n) {
   g_left_done = 0;
   submit("alone.", kAlone);
   const double alone_ms = await_callbacks(kAlone);
-  report(ok && exact(kAlone) && g_left_done.load() == kAlone && alone_ms < 5000,
+  report(ok && exact(kAlone, count) && g_left_done.load() == kAlone && alone_ms < 5000,
          "waited for by nobody, completed by the lane thread: " +
              std::to_string(g_left_done.load()) + " of " + std::to_string(kAlone) + " callbacks, " +
              std::to_string(alone_ms) + " ms after the submissions");
