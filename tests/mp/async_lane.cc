@@ -258,7 +258,7 @@ double await_callbacks(int want) {
 
 void left_behind(kf_comm_t comm, int rank, int n) {
   // The lead steps' operations are 3 MiB (36 MiB a step: past the size of
-  // burst whose end cancels the lane thread's time); the others' 1 MiB, in
+  // burst whose end cancels the lane thread's time, 8 MiB); the others' 1 MiB, in
   // two partitions: never fused, so the waiter's operation runs alone.
   const size_t count = 262144, lead_count = 3 * count;
   const int kLead = 12, kLeft = 6, kAlone = 3;
