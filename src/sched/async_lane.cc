@@ -450,6 +450,8 @@ void AsyncLane::forget_locked(const OpKey& key) {
                      unpublished_.end());
   if (forgotten_.insert(key).second)
     keep_latest(&forgotten_, &forgotten_order_, key, kLaneForgotten);
+  // (A withdrawn operation ends before its waiting record goes.)
+  if (ops_.empty() && unpublished_.empty()) emptied_locked();
   // Nor do the frames a peer sent of it on the message path (a kind
   // mismatch) stay in the store of early messages.
   engine_->mailbox().forget(key.first, key.second, AsyncEngine::kPartitionBits);

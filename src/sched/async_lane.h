@@ -52,8 +52,9 @@
 //     can.)
 //  5. Driving: one thread of a rank at a time: a thread in
 //     kf_request_wait (help()), so an operation completes on the waiting
-//     thread with no hand-off, else the lane thread. Submissions never wake
-//     that one: it sleeps on a WakeTimer (base/wake_timer.h) whose time a
+//     thread with no hand-off, else the lane thread. Submissions do not wake
+//     that one (unless they leave it replies or deferred completions): it
+//     sleeps on a WakeTimer (base/wake_timer.h) whose time a
 //     submission sets, kGrace (200 us) ahead for an operation above the
 //     fusion threshold, a cycle (KF_FUSION_CYCLE_US) for a small one. When
 //     the time comes and no waiter drove meanwhile (nobody waits: a
@@ -221,6 +222,9 @@ class AsyncLane {
   // Nothing is pending any more (from end_locked()): after a long burst,
   // the thread's time is cancelled.
   void emptied_locked();
+  // After a step outside the lane thread: rings it for completions left in
+  // finished_ (see left_).
+  void hand_left_over();
   // How long a submission of `bytes` gives waiters before the lane thread
   // drives: waiter_look_ while waiters lead, else kGrace above wake_bytes,
   // else a cycle.
@@ -285,8 +289,9 @@ class AsyncLane {
   Done step_done_;
   Done entry_done_;
   Done finished_;   // failed off the driver (e.g. on a transport thread): completed by a driver
-  // Set when matching completed operations into finished_ (a driver's step
-  // takes them; one that stops rings the lane thread for them).
+  // Set when matching completed operations into finished_: a driver's step
+  // takes them; help() and poll() ring the lane thread for those left after
+  // their last step (hand_left_over()).
   std::atomic<bool> left_{false};
   std::atomic<uint64_t> completions_{0};  // operations completed so far
   uint64_t next_order_ = 0;
@@ -302,9 +307,10 @@ class AsyncLane {
   // The lane thread sleeps on thread_timer_ until rung (work only it does,
   // closing) or the time alarm_ (max: none; mu_), which the timer holds
   // (armed_, mu_) while the thread sleeps (thread_awake_ false, mu_).
-  // waiters_lead_ (mu_): the last time that came found that a waiter had
-  // driven meanwhile (waiter_drives_ beyond drives_seen_, which a burst's
-  // first submission refreshes; mu_); submissions then give waiters
+  // waiters_lead_ (mu_): the last time that came found a waiter in help(),
+  // or one that had driven meanwhile (waiter_drives_ beyond drives_seen_,
+  // which looks and a burst's first submission refresh; mu_); submissions
+  // then give waiters
   // waiter_look_ (kLaneWaiterCycles cycles) rather than kGrace.
   WakeTimer thread_timer_;
   Clock::time_point alarm_ = Clock::time_point::max();

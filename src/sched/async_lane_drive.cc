@@ -81,13 +81,7 @@ bool AsyncLane::help(const std::shared_ptr<AsyncRequest>& req, bool any) {
     drive([&] { return req->done() || (any && completions_.load() != seen); }, kSlice);
     waiter_drives_.fetch_add(1, std::memory_order_relaxed);
     driver_mu_.unlock();
-    // Completions its last step left for a driver (rare: records read while
-    // it looked at a deadline) go to the lane thread, which may sleep with
-    // no time set.
-    if (left_.load(std::memory_order_relaxed)) {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!finished_.empty()) thread_timer_.ring();
-    }
+    hand_left_over();
   } else {
     shm_->ring(me_);  // a driver asleep on the bell sees want_ and hands over
     std::unique_lock<std::mutex> lock(mu_);
@@ -102,6 +96,16 @@ void AsyncLane::poll() {
   if (in_completion_callback() || !driver_mu_.try_lock()) return;
   step();
   driver_mu_.unlock();
+  hand_left_over();
+}
+
+void AsyncLane::hand_left_over() {
+  // Completions matching left in finished_ after the step collected them
+  // (rare: records read while a driver looked at a deadline or ran a
+  // withdrawal) go to the lane thread, which may sleep with no time set.
+  if (!left_.load(std::memory_order_relaxed)) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!finished_.empty()) thread_timer_.ring();
 }
 
 std::chrono::microseconds AsyncLane::grace_for(uint64_t bytes) const {
@@ -128,8 +132,8 @@ void AsyncLane::emptied_locked() {
   // cheaper, so a burst of 8 MiB or more cancels (its bytes stand for its
   // length: no clock read per operation); a run of shorter ones leaves the
   // time to its look.
-  // (Completions some driver paths leave in finished_ for the thread keep
-  // its time: see step().)
+  // (Completions left in finished_, or replies, keep the thread's time:
+  // see check_ready_locked() and hand_left_over().)
   if (alarm_ == Clock::time_point::max() || burst < kCancelBytes || !finished_.empty() ||
       !replies_.empty()) {
     return;
@@ -169,15 +173,18 @@ void AsyncLane::thread_loop() {
     const bool due = now >= alarm_;
     const bool pending = pending_locked();
     if (due || !pending) alarm_ = Clock::time_point::max();
-    const uint64_t drives = waiter_drives_.load();
-    const bool waiters = want_.load() > 0 || drives != drives_seen_;
-    drives_seen_ = drives;
     bool run = !replies_.empty() || !finished_.empty();
-    if (!run && pending) {
+    if (!run && pending && (due || alarm_ == Clock::time_point::max())) {
+      // A look: did a waiter drive since the last one (or since the burst
+      // began)? (Counted at looks only: a wake-up for other work between
+      // two looks must not hide a waiter's drive.)
+      const uint64_t drives = waiter_drives_.load();
+      const bool waiters = want_.load() > 0 || drives != drives_seen_;
+      drives_seen_ = drives;
       if (due && !waiters) {
         waiters_lead_ = false;  // nobody came in time: from now on, kGrace
         run = true;
-      } else if (due || alarm_ == Clock::time_point::max()) {
+      } else {
         // Waiters drive (or the last one just left while this thread was
         // awake): a look after a while only.
         if (due) waiters_lead_ = true;

@@ -301,7 +301,10 @@ bool AsyncLane::step() {
     if (broken_.is_ok()) {
       // The log first: a withdrawal already there must be seen before the
       // records that would complete a tiny operation it ends (run_entry()
-      // reads the records a run entry needs).
+      // reads the records a run entry needs). (This rank's own records,
+      // published above, cannot complete one a withdrawal ends: the
+      // withdrawer's deadline, in its record, has passed, so
+      // in_time_locked() leaves the operation to the log's verdict.)
       have = log_.entry(pos_, &e);
       if (!have) {
         ingest_locked(&done);
