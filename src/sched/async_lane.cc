@@ -150,7 +150,10 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint6
       // spell.
       if (ops_.size() == 1) drives_seen_ = waiter_drives_.load(std::memory_order_relaxed);
       burst_bytes_ += bytes;
-      if (!finished_.empty()) done.swap(finished_);  // a tiny operation, all records in
+      if (!finished_.empty()) {  // a tiny operation, all records in
+        done.swap(finished_);
+        left_.store(false, std::memory_order_relaxed);
+      }
       // The lane thread's time: a system call only when this sets an
       // earlier one (the first submission after an idle spell, usually).
       if (pending_locked() && (alarm_ == Clock::time_point::max() || !waiters_lead_)) {
@@ -271,6 +274,7 @@ void AsyncLane::ingest_locked(Done* done) {
   ingest_locked();
   done->insert(done->end(), finished_.begin(), finished_.end());
   finished_.clear();
+  left_.store(false, std::memory_order_relaxed);
 }
 
 void AsyncLane::match_record_locked(int local, const LaneRecord& r) {

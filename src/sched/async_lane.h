@@ -289,9 +289,11 @@ class AsyncLane {
   Done step_done_;
   Done entry_done_;
   Done finished_;   // failed off the driver (e.g. on a transport thread): completed by a driver
-  // Set when matching completed operations into finished_: a driver's step
-  // takes them; help() and poll() ring the lane thread for those left after
-  // their last step (hand_left_over()).
+  // Set when matching completed operations into finished_, cleared where
+  // they are collected (mu_): a driver's step takes them; help() and poll()
+  // ring the lane thread for those left after their last step
+  // (hand_left_over()). (Clear at each collection, so that a run of tiny
+  // operations, which complete that way, costs those calls no lock.)
   std::atomic<bool> left_{false};
   std::atomic<uint64_t> completions_{0};  // operations completed so far
   uint64_t next_order_ = 0;

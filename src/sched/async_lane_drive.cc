@@ -174,20 +174,21 @@ void AsyncLane::thread_loop() {
     const bool pending = pending_locked();
     if (due || !pending) alarm_ = Clock::time_point::max();
     bool run = !replies_.empty() || !finished_.empty();
-    if (!run && pending && (due || alarm_ == Clock::time_point::max())) {
-      // A look: did a waiter drive since the last one (or since the burst
-      // began)? (Counted at looks only: a wake-up for other work between
-      // two looks must not hide a waiter's drive.)
+    if (!run && (due || (pending && alarm_ == Clock::time_point::max()))) {
+      // A look (or pending work with no time: the last waiter left while
+      // this thread was awake): did a waiter drive since the last look, or
+      // since the burst began? (Counted at looks only: a wake-up for other
+      // work between two looks must not hide a waiter's drive.)
       const uint64_t drives = waiter_drives_.load();
       const bool waiters = want_.load() > 0 || drives != drives_seen_;
       drives_seen_ = drives;
-      if (due && !waiters) {
+      // Waiters that drove lead, whether they left work or finished it all
+      // (a run of tiny operations is rarely pending at a look).
+      if (due && waiters) waiters_lead_ = true;
+      if (pending && due && !waiters) {
         waiters_lead_ = false;  // nobody came in time: from now on, kGrace
         run = true;
-      } else {
-        // Waiters drive (or the last one just left while this thread was
-        // awake): a look after a while only.
-        if (due) waiters_lead_ = true;
+      } else if (pending) {
         alarm_locked(now + (waiters ? waiter_look_ : std::chrono::microseconds(kGrace)));
       }
     }
