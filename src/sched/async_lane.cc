@@ -47,7 +47,8 @@ AsyncLane::AsyncLane(Engine* engine, ShmTransport* shm, const LaneOptions& opts,
           shm->local_index()),
       me_(shm->local_index()),
       n_(shm->local_size()),
-      waiter_look_(std::max<int64_t>(1, opts.cycle_us) * kLaneWaiterCycles) {
+      cycle_(std::max<int64_t>(1, opts.cycle_us)),
+      waiter_look_(cycle_ * kLaneWaiterCycles) {
   thread_ = std::thread([this] { thread_loop(); });
 }
 
@@ -150,10 +151,7 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint6
       // spell.
       if (ops_.size() == 1) drives_seen_ = waiter_drives_.load(std::memory_order_relaxed);
       burst_bytes_ += bytes;
-      if (!finished_.empty()) {  // a tiny operation, all records in
-        done.swap(finished_);
-        left_.store(false, std::memory_order_relaxed);
-      }
+      if (!finished_.empty()) take_finished_locked(&done);  // a tiny operation, all records in
       // The lane thread's time: a system call only when this sets an
       // earlier one (the first submission after an idle spell, usually).
       if (pending_locked() && (alarm_ == Clock::time_point::max() || !waiters_lead_)) {
@@ -272,8 +270,16 @@ void AsyncLane::ingest_locked() {
 // onto `done`.
 void AsyncLane::ingest_locked(Done* done) {
   ingest_locked();
-  done->insert(done->end(), finished_.begin(), finished_.end());
-  finished_.clear();
+  take_finished_locked(done);
+}
+
+void AsyncLane::take_finished_locked(Done* done) {
+  if (done->empty()) {
+    done->swap(finished_);  // (no copy, and the buffers are reused)
+  } else {
+    done->insert(done->end(), finished_.begin(), finished_.end());
+    finished_.clear();
+  }
   left_.store(false, std::memory_order_relaxed);
 }
 
@@ -455,7 +461,7 @@ void AsyncLane::forget_locked(const OpKey& key) {
   if (forgotten_.insert(key).second)
     keep_latest(&forgotten_, &forgotten_order_, key, kLaneForgotten);
   // (A withdrawn operation ends before its waiting record goes.)
-  if (ops_.empty() && unpublished_.empty()) emptied_locked();
+  if (!pending_locked()) emptied_locked();
   // Nor do the frames a peer sent of it on the message path (a kind
   // mismatch) stay in the store of early messages.
   engine_->mailbox().forget(key.first, key.second, AsyncEngine::kPartitionBits);
@@ -497,7 +503,7 @@ void AsyncLane::end_locked(LaneOp* op, const Status& st, Done* done) {
   } else {
     op_nodes_.push_back(ops_.extract(it));  // its pointer was moved out
   }
-  if (ops_.empty() && unpublished_.empty()) emptied_locked();
+  if (!pending_locked()) emptied_locked();
 }
 
 void AsyncLane::complete(const Done& done) {

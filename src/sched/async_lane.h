@@ -196,6 +196,8 @@ class AsyncLane {
   bool step();
   void ingest_locked();
   void ingest_locked(Done* done);
+  // Moves finished_ onto `done` and clears left_: every collection of it.
+  void take_finished_locked(Done* done);
   void match_record_locked(int local, const LaneRecord& r);
   void check_ready_locked(LaneOp* op);
   bool in_time_locked(const Match& m) const;
@@ -312,8 +314,8 @@ class AsyncLane {
   // waiters_lead_ (mu_): the last time that came found a waiter in help(),
   // or one that had driven meanwhile (waiter_drives_ beyond drives_seen_,
   // which looks and a burst's first submission refresh; mu_); submissions
-  // then give waiters
-  // waiter_look_ (kLaneWaiterCycles cycles) rather than kGrace.
+  // then give waiters waiter_look_ (kLaneWaiterCycles cycles) rather than
+  // kGrace.
   WakeTimer thread_timer_;
   Clock::time_point alarm_ = Clock::time_point::max();
   Clock::time_point armed_ = Clock::time_point::max();
@@ -321,6 +323,7 @@ class AsyncLane {
   bool thread_awake_ = true;
   uint64_t drives_seen_ = 0;
   bool waiters_lead_ = false;
+  const std::chrono::microseconds cycle_;  // KF_FUSION_CYCLE_US, at least 1 us
   const std::chrono::microseconds waiter_look_;
   std::thread thread_;
 };

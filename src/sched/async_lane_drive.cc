@@ -110,8 +110,7 @@ void AsyncLane::hand_left_over() {
 
 std::chrono::microseconds AsyncLane::grace_for(uint64_t bytes) const {
   if (waiters_lead_) return waiter_look_;
-  return bytes > opts_.wake_bytes ? std::chrono::microseconds(kGrace)
-                                  : std::chrono::microseconds(std::max<int64_t>(1, opts_.cycle_us));
+  return bytes > opts_.wake_bytes ? std::chrono::microseconds(kGrace) : cycle_;
 }
 
 void AsyncLane::alarm_locked(Clock::time_point at) {
@@ -155,7 +154,6 @@ void AsyncLane::arm_locked() {
 }
 
 void AsyncLane::thread_loop() {
-  const auto cycle = std::chrono::microseconds(std::max<int64_t>(1, opts_.cycle_us));
   std::unique_lock<std::mutex> lock(mu_);
   auto sleep_on_timer = [&] {
     arm_locked();
@@ -214,7 +212,7 @@ void AsyncLane::thread_loop() {
     // with work only this thread does, a cycle before looking again, not a
     // spin (that thread's step takes the work).
     if ((!drove || want_.load() > 0) && !closed_ && (!replies_.empty() || !finished_.empty())) {
-      alarm_locked(Clock::now() + cycle);
+      alarm_locked(Clock::now() + cycle_);
       sleep_on_timer();
     }
   }
@@ -277,7 +275,7 @@ void AsyncLane::close() {
   Done done;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    done.swap(finished_);
+    take_finished_locked(&done);
     replies_.clear();
   }
   complete(done);

@@ -295,8 +295,7 @@ bool AsyncLane::step() {
     std::lock_guard<std::mutex> lock(mu_);
     // (Records published now may complete tiny operations: first.)
     if (broken_.is_ok()) flush_unpublished_locked();
-    done.swap(finished_);
-    left_.store(false, std::memory_order_relaxed);
+    take_finished_locked(&done);
     replies.swap(replies_);
     if (broken_.is_ok()) {
       // The log first: a withdrawal already there must be seen before the
