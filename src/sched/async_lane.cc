@@ -6,6 +6,7 @@
 #include "sched/async_lane.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include "algo/reduce_kernels.h"
@@ -123,7 +124,7 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint6
                                            op->spec.name + "'")
                            : Status(broken_.code(), op->label() + ": " + broken_.message());
       done.push_back(op);
-    } else if (withdrawn_.erase(op->key()) > 0) {
+    } else if (!withdrawn_.empty() && withdrawn_.erase(op->key()) > 0) {
       op->result = timeout_error(timed_out_text(op->label(), opts_.timeout_ms, gave_up_text()));
       done.push_back(op);  // (forgotten when the withdrawal was read)
     } else if (!insert_locked(op)) {
@@ -303,7 +304,11 @@ void AsyncLane::match_record_locked(int local, const LaneRecord& r) {
   Match& m = it->second;
   if (!m.have[static_cast<size_t>(local)]) {
     m.have[static_cast<size_t>(local)] = 1;
-    m.rec[static_cast<size_t>(local)] = r;
+    // The payload's cache line only if in use (a tiny operation's data):
+    // a record is copied twice per operation.
+    LaneRecord& slot = m.rec[static_cast<size_t>(local)];
+    std::memcpy(static_cast<void*>(&slot), &r, offsetof(LaneRecord, payload));
+    if (r.payload_bytes > 0) std::memcpy(slot.payload, r.payload, LaneRecord::kPayloadBytes);
     ++m.count;
   }
   if (m.count < n_) return;
@@ -367,7 +372,7 @@ void AsyncLane::check_ready_locked(LaneOp* op) {
   }
   op->ready = true;
   --unready_;
-  ready_.insert({{op->spec.priority, op->order}, op});
+  ready_.insert(op->spec.priority, op->order, op);
 }
 
 // Whether a tiny operation whose records are all in (`m`) may complete here
@@ -493,7 +498,7 @@ void AsyncLane::end_locked(LaneOp* op, const Status& st, Done* done) {
   if (it == ops_.end()) return;
   op->result = st;
   if (op->ready) {
-    ready_.erase({{op->spec.priority, op->order}, op});
+    ready_.erase(op->spec.priority, op->order);
   } else {
     --unready_;
   }

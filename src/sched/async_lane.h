@@ -103,6 +103,7 @@
 #include "base/wake_timer.h"
 #include "sched/async_engine.h"
 #include "sched/engine.h"
+#include "sched/ready_queue.h"
 #include "transport/shm/lane_log.h"
 #include "transport/shm/shm_transport.h"
 
@@ -269,7 +270,7 @@ class AsyncLane {
   // match's record storage): no allocation per operation.
   std::vector<OpMap::node_type> op_nodes_;
   std::vector<MatchMap::node_type> match_nodes_;
-  std::set<std::pair<std::pair<int32_t, uint64_t>, LaneOp*>> ready_;  // (priority, order)
+  ReadyQueue<LaneOp> ready_;
   // Withdrawn before this rank submitted them (the latest kForgotten: one
   // submitted later than that waits for its own timeout instead).
   std::set<OpKey> withdrawn_;

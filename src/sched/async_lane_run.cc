@@ -72,7 +72,7 @@ size_t AsyncLane::decide_locked() {
     e.verb = verb;
     return e;
   };
-  const LaneOp& head = *ready_.begin()->second;
+  const LaneOp& head = *ready_.begin()->op;
   size_t n = 1;
   if (fusable(head)) {
     // In priority order, up to the first that does not fit: fusion never
@@ -84,7 +84,7 @@ size_t AsyncLane::decide_locked() {
         std::min<uint64_t>(opts_.pass_bytes, head.part_elems * dtype_size(head.spec.dtype));
     uint64_t bytes = head.bytes();
     for (auto it = std::next(ready_.begin()); it != ready_.end() && n < LaneLog::kMaxBatch; ++it) {
-      const LaneOp& op = *it->second;
+      const LaneOp& op = *it->op;
       if (!fusable(op) || op.spec.dtype != head.spec.dtype || op.spec.op != head.spec.op) break;
       if (bytes + op.bytes() > limit) break;
       bytes += op.bytes();

@@ -333,6 +333,71 @@ void left_behind(kf_comm_t comm, int rank, int n) {
   free_all();
 }
 
+// An operation nobody waits for, less urgent than those waiting threads keep
+// waiting for (a metric with a completion callback beside a training
+// loop's gradients), in two partitions (never fused with theirs): it must
+// complete while they lead, not only once they stop (a waiter runs what is
+// ready while its own operation is not; the lane thread's looks the rest).
+void beside_waiters(kf_comm_t comm, int rank, int n) {
+  const size_t count = 262144;  // 1 MiB: above the tiny and the wake sizes
+  std::vector<int32_t> side(count), step(count);
+  for (size_t i = 0; i < count; ++i) side[i] = value(rank, i);
+  g_left_done = 0;
+  kf_op_options_t o = KF_OP_OPTIONS_INITIALIZER;
+  o.callback = on_left_done;
+  o.priority = 100;                                 // behind every step's operation
+  o.partition_bytes = count * sizeof(int32_t) / 2;  // two partitions: never fused with them
+  kf_request_t side_req = nullptr;
+  // Steps a waiter drives, 1 ms apart: 20 first (waiters lead), then the
+  // side operation is submitted, then steps until it completed on every
+  // rank (agreed by the steps' own sums) or 5 s passed.
+  const int kLead = 20;
+  bool ok = true;
+  auto t0 = std::chrono::steady_clock::now();
+  double done_ms = -1;
+  int steps = 0;
+  for (; ok && steps < kLead + 5000; ++steps) {
+    if (steps == kLead) {
+      t0 = std::chrono::steady_clock::now();
+      ok = kf_iall_reduce(comm, "beside", side.data(), side.data(), count, KF_INT32, KF_SUM, &o,
+                          &side_req) == KF_SUCCESS;
+    }
+    int32_t flag = g_left_done.load() > 0 ? 1 : 0, all = 0;
+    kf_request_t r = nullptr;
+    ok = ok &&
+         kf_iall_reduce(comm, "beside.step", &flag, &all, 1, KF_INT32, KF_SUM, nullptr, &r) ==
+             KF_SUCCESS &&
+         kf_request_wait(r) == KF_SUCCESS;
+    kf_request_free(r);
+    for (size_t i = 0; i < 1024; ++i) step[i] = static_cast<int32_t>(i);
+    r = nullptr;
+    ok = ok &&
+         kf_iall_reduce(comm, "beside.grad", step.data(), step.data(), count, KF_INT32, KF_SUM,
+                        nullptr, &r) == KF_SUCCESS &&
+         kf_request_wait(r) == KF_SUCCESS;
+    kf_request_free(r);
+    if (all == n) {
+      done_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ok = ok && kf_request_wait(side_req) == KF_SUCCESS;
+  kf_request_free(side_req);
+  bool exact = true;
+  for (size_t i = 0; i < count; ++i) {
+    int64_t want = 0;
+    for (int q = 0; q < n; ++q) want += value(q, i);
+    if (side[i] != want) exact = false;
+  }
+  report(ok && exact && done_ms >= 0 && done_ms < 1000,
+         "less urgent than what waiters wait for, completed while they lead: after " +
+             std::to_string(done_ms) + " ms, " + std::to_string(steps - kLead) + " steps" +
+             (exact ? ", exact" : ", WRONG"));
+  g_left_done = 0;
+}
+
 void late(kf_comm_t comm, int rank, int n) {
   const bool last = rank == n - 1;
   int32_t v = 1, s = 0;
@@ -576,6 +641,7 @@ int main(int argc, char** argv) {
   edges(comm, g_rank, n);
   chained(comm, g_rank, n);
   left_behind(comm, g_rank, n);
+  beside_waiters(comm, g_rank, n);
   kf_comm_destroy(comm);
   return g_fails == 0 ? 0 : 1;
 }
