@@ -66,7 +66,7 @@ Status submit(const char* call, kf_comm* comm, AsyncOpSpec spec, const kf_op_opt
   if (!spec.body) spec.partition_bytes = opts.partition_bytes;
   comm->impl->apply_strategy(&spec);
   AsyncEngine* engine = &comm->impl->async();
-  auto state = std::make_shared<AsyncRequest>();
+  auto state = AsyncRequest::make();
   // Registered before submission: the callback may run inside submit().
   kf_request* handle = req != nullptr ? RequestTable::get().add(comm, engine, state) : nullptr;
   struct Unhanded {  // unregisters the handle unless it is handed out (failure, exception)

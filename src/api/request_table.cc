@@ -8,23 +8,48 @@ RequestTable& RequestTable::get() {
   return *table;
 }
 
+namespace {
+constexpr size_t kSpare = 1024;  // freed handles kept for reuse, at most
+}  // namespace
+
 kf_request* RequestTable::add(kf_comm* comm, AsyncEngine* engine,
                               std::shared_ptr<AsyncRequest> state) {
-  auto r = std::make_unique<kf_request>();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (spare_.empty()) {
+    auto r = std::make_unique<kf_request>();
+    r->state = std::move(state);
+    r->comm = comm;
+    r->engine = engine;
+    live_.insert(r.get());
+    return r.release();
+  }
+  Live::node_type node = std::move(spare_.back());
+  spare_.pop_back();
+  kf_request* r = node.value();
   r->state = std::move(state);
   r->comm = comm;
   r->engine = engine;
-  std::lock_guard<std::mutex> lock(mu_);
-  live_.insert(r.get());
-  return r.release();
+  live_.insert(std::move(node));
+  return r;
+}
+
+void RequestTable::retire_locked(Live::iterator it) {
+  kf_request* r = *it;
+  r->state.reset();
+  r->comm = nullptr;
+  r->engine = nullptr;
+  if (spare_.size() < kSpare) {
+    spare_.push_back(live_.extract(it));
+  } else {
+    live_.erase(it);
+    delete r;
+  }
 }
 
 void RequestTable::drop(kf_request* r) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (live_.erase(r) == 0) return;
-  }
-  delete r;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = live_.find(r);
+  if (it != live_.end()) retire_locked(it);
 }
 
 bool RequestTable::live(kf_request* r) const {
@@ -34,14 +59,11 @@ bool RequestTable::live(kf_request* r) const {
 }
 
 kf_status_t RequestTable::free(kf_request* r) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = live_.find(r);
-    if (it == live_.end()) return KF_ERR_INVALID_ARGUMENT;
-    if (!r->state->done()) return KF_ERR_INVALID_USAGE;
-    live_.erase(it);
-  }
-  delete r;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = live_.find(r);
+  if (it == live_.end()) return KF_ERR_INVALID_ARGUMENT;
+  if (!r->state->done()) return KF_ERR_INVALID_USAGE;
+  retire_locked(it);
   return KF_SUCCESS;
 }
 

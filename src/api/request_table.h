@@ -1,10 +1,15 @@
 // The object behind the opaque kf_request_t, and the table of live request
 // handles: a freed or foreign handle is rejected instead of dereferenced.
+// Freed handles and their table nodes are kept for the next (a few per
+// training step's tensor, dozens in a burst: see base/block_pool.h for why
+// not malloc); as with malloc, a handle freed long ago may come back as a
+// new one.
 #pragma once
 
 #include <memory>
 #include <mutex>
 #include <unordered_set>
+#include <vector>
 
 #include "kungfu/types.h"
 #include "sched/async_engine.h"
@@ -38,8 +43,13 @@ class RequestTable {
   kf_status_t free(kf_request* r);
 
  private:
+  using Live = std::unordered_set<kf_request*>;
+  // Unregisters `r` (its node, with `r` in it, onto spare_, or deleted).
+  void retire_locked(Live::iterator it);
+
   mutable std::mutex mu_;
-  std::unordered_set<kf_request*> live_;
+  Live live_;
+  std::vector<Live::node_type> spare_;  // each holds a freed kf_request, for reuse
 };
 
 }  // namespace api

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <iterator>
 
+#include "base/block_pool.h"
 #include "base/config.h"
 #include "base/deadline.h"
 #include "base/dtype.h"
@@ -77,6 +78,11 @@ void AsyncRequest::flush_held() {
   }
   // Null once the communicator closed its fuser (which sent everything).
   if (std::shared_ptr<Fuser> f = held.lock()) f->flush();
+}
+
+std::shared_ptr<AsyncRequest> AsyncRequest::make() {
+  static BlockPool* pool = new BlockPool(1024);  // never destroyed: requests may outlive main()
+  return std::allocate_shared<AsyncRequest>(PoolAllocator<AsyncRequest>(pool));
 }
 
 void AsyncRequest::finish(const Status& st) {
@@ -322,7 +328,7 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
     o->total_bytes += o->parts[i].bytes;
   }
   o->spec = std::move(spec);
-  o->req = *out ? *out : std::make_shared<AsyncRequest>();
+  o->req = *out ? *out : AsyncRequest::make();
   o->sig_in.resize(static_cast<size_t>(size_));
   o->sig_recv.resize(static_cast<size_t>(size_));
   o->sig_send.resize(static_cast<size_t>(size_));
@@ -482,7 +488,7 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
 
 Status AsyncEngine::submit_to_lane(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out) {
   const uint64_t name_hash = hash_name(spec.name.data(), spec.name.size());
-  std::shared_ptr<AsyncRequest> req = *out ? *out : std::make_shared<AsyncRequest>();
+  std::shared_ptr<AsyncRequest> req = *out ? *out : AsyncRequest::make();
   req->lane_ = true;
   uint64_t seq;
   std::vector<int> foreign;  // ranks that sent a signature frame: another kind

@@ -200,6 +200,8 @@ using AsyncObserver = std::function<void(const AsyncEvent&)>;
 // The completion state a request handle points to.
 class AsyncRequest {
  public:
+  // A new request, its memory from a process-wide pool (base/block_pool.h).
+  static std::shared_ptr<AsyncRequest> make();
   bool done() const;
   // Final status; valid once done().
   Status status() const;

@@ -49,7 +49,7 @@ AsyncLane::AsyncLane(Engine* engine, ShmTransport* shm, const LaneOptions& opts,
       me_(shm->local_index()),
       n_(shm->local_size()),
       cycle_(std::max<int64_t>(1, opts.cycle_us)),
-      waiter_look_(cycle_ * kLaneWaiterCycles) {
+      look_(cycle_ * kLaneWaiterCycles) {
   thread_ = std::thread([this] { thread_loop(); });
 }
 
@@ -88,7 +88,7 @@ LaneRecord AsyncLane::record_of(const LaneOp& op) const {
 
 void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint64_t partition_bytes,
                        const std::vector<int>& foreign, const std::shared_ptr<AsyncRequest>& req) {
-  auto op = std::make_shared<LaneOp>(std::move(spec));
+  auto op = std::allocate_shared<LaneOp>(PoolAllocator<LaneOp>(&op_pool_), std::move(spec));
   const size_t es = dtype_size(op->spec.dtype);
   const uint64_t pbytes = op->spec.partition_bytes > 0 ? op->spec.partition_bytes : partition_bytes;
   op->part_elems = std::max<uint64_t>(1, pbytes / es);
@@ -151,7 +151,6 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint6
       // here (see thread_loop()), not from its last look before an idle
       // spell.
       if (ops_.size() == 1) drives_seen_ = waiter_drives_.load(std::memory_order_relaxed);
-      burst_bytes_ += bytes;
       if (!finished_.empty()) take_finished_locked(&done);  // a tiny operation, all records in
       // The lane thread's time: a system call only when this sets an
       // earlier one (the first submission after an idle spell, usually).
@@ -466,7 +465,6 @@ void AsyncLane::forget_locked(const OpKey& key) {
   if (forgotten_.insert(key).second)
     keep_latest(&forgotten_, &forgotten_order_, key, kLaneForgotten);
   // (A withdrawn operation ends before its waiting record goes.)
-  if (!pending_locked()) emptied_locked();
   // Nor do the frames a peer sent of it on the message path (a kind
   // mismatch) stay in the store of early messages.
   engine_->mailbox().forget(key.first, key.second, AsyncEngine::kPartitionBits);
@@ -508,7 +506,6 @@ void AsyncLane::end_locked(LaneOp* op, const Status& st, Done* done) {
   } else {
     op_nodes_.push_back(ops_.extract(it));  // its pointer was moved out
   }
-  if (!pending_locked()) emptied_locked();
 }
 
 void AsyncLane::complete(const Done& done) {

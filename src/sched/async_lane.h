@@ -59,16 +59,20 @@
 //     fusion threshold, a cycle (KF_FUSION_CYCLE_US) for a small one. When
 //     the time comes and no waiter drove meanwhile (nobody waits: a
 //     backward pass submits and computes on), the thread drives. When a
-//     waiter did, waiters lead: the thread looks again only every
-//     kLaneWaiterCycles cycles while operations are pending, and
+//     waiter did, waiters lead: the thread looks again only after
+//     kLaneWaiterCycles cycles, twice as long after each look that finds
+//     a waiter drove meanwhile (up to kLaneWaiterCyclesMax), and
 //     submissions give waiters that long too, until a look finds that
-//     nobody came. So while waiters drive, the lane thread wakes once per
-//     kLaneWaiterCycles cycles at most (on a busy machine each wake-up
-//     preempts a driver), and submissions set its time once per burst at
-//     most (a system call; in a virtual machine, several us when the
-//     kernel reprograms its clock device). A burst of kCancelBytes or more
-//     cancels the time when it ends; after shorter ones, a look that finds
-//     nothing pending costs one wake-up (see emptied_locked()).
+//     nobody came (back to kGrace and kLaneWaiterCycles). So while waiters
+//     drive, the lane thread wakes rarely (on a busy machine each wake-up
+//     preempts a driver), and submissions set its time once per look at
+//     most (a system call). A time is never cancelled: clearing it costs a
+//     system call per burst (3 us in a virtual machine, where the kernel
+//     reprograms its clock device), a look finding nothing one wake-up per
+//     look. An operation that was pending at the last look already, with
+//     no waiter in the lane now, runs on the lane thread at this one:
+//     waiters drive up to the operations they wait for, so one they never
+//     wait for, behind theirs, is not left to them.
 //  6. Kind mismatch: a peer that submitted the same name and sequence as
 //     another kind (or strategy) runs it on the message path and sends a
 //     signature frame; the lane fails its operation and answers with its
@@ -97,6 +101,7 @@
 #include <vector>
 
 #include "algo/shm_collectives.h"
+#include "base/block_pool.h"
 #include "base/deadline.h"
 #include "base/latest_keys.h"
 #include "base/status.h"
@@ -222,17 +227,17 @@ class AsyncLane {
   void alarm_locked(Clock::time_point at);
   // Makes the timer hold alarm_ (before the thread sleeps).
   void arm_locked();
-  // Nothing is pending any more (from end_locked()): after a long burst,
-  // the thread's time is cancelled.
-  void emptied_locked();
   // After a step outside the lane thread: rings it for completions left in
   // finished_ (see left_).
   void hand_left_over();
   // How long a submission of `bytes` gives waiters before the lane thread
-  // drives: waiter_look_ while waiters lead, else kGrace above wake_bytes,
+  // drives: look_ while waiters lead, else kGrace above wake_bytes,
   // else a cycle.
   std::chrono::microseconds grace_for(uint64_t bytes) const;
   bool pending_locked() const { return !ops_.empty() || !unpublished_.empty(); }
+  // Whether an operation submitted before `order` (see next_order_) is
+  // still pending.
+  bool pending_since_locked(uint64_t order) const;
   void ring_peers();
   // Drives until `stop` says so, `slice` passes (negative: no limit), or
   // the lane breaks or closes.
@@ -249,6 +254,9 @@ class AsyncLane {
   LaneLog log_;
   const int me_;              // local index
   const int n_;               // local ranks (== communicator size)
+  // The memory of finished LaneOps, for the next (declared before every
+  // container of them: destroyed after).
+  BlockPool op_pool_{1024};
   int next_buffer_ = 0;       // staging buffer alternation of area 1 (driver only)
   uint64_t pos_ = 0;          // log entries processed (driver only)
   unsigned quiet_steps_ = 0;  // driver only
@@ -315,17 +323,19 @@ class AsyncLane {
   // waiters_lead_ (mu_): the last time that came found a waiter in help(),
   // or one that had driven meanwhile (waiter_drives_ beyond drives_seen_,
   // which looks and a burst's first submission refresh; mu_); submissions
-  // then give waiters waiter_look_ (kLaneWaiterCycles cycles) rather than
-  // kGrace.
+  // then give waiters look_ (kLaneWaiterCycles cycles, doubling up to
+  // kLaneWaiterCyclesMax while looks find waiters; mu_) rather than kGrace.
+  // look_order_ (mu_): next_order_ at the last look (operations ordered
+  // below it were pending then).
   WakeTimer thread_timer_;
   Clock::time_point alarm_ = Clock::time_point::max();
   Clock::time_point armed_ = Clock::time_point::max();
-  uint64_t burst_bytes_ = 0;  // submitted since the lane was last empty (mu_)
   bool thread_awake_ = true;
   uint64_t drives_seen_ = 0;
   bool waiters_lead_ = false;
+  uint64_t look_order_ = 0;
   const std::chrono::microseconds cycle_;  // KF_FUSION_CYCLE_US, at least 1 us
-  const std::chrono::microseconds waiter_look_;
+  std::chrono::microseconds look_;
   std::thread thread_;
 };
 

@@ -22,9 +22,6 @@ constexpr auto kSlice = std::chrono::milliseconds(2);
 // How long a large operation waits for a thread to drive it before the lane
 // thread does (a training step's backward pass submits and computes on).
 constexpr auto kGrace = std::chrono::microseconds(200);
-// A burst of at least this many bytes (some 0.4 ms of copying at np 2)
-// cancels the lane thread's time when it ends (see emptied_locked()).
-constexpr uint64_t kCancelBytes = 8 << 20;
 
 }  // namespace
 
@@ -109,7 +106,7 @@ void AsyncLane::hand_left_over() {
 }
 
 std::chrono::microseconds AsyncLane::grace_for(uint64_t bytes) const {
-  if (waiters_lead_) return waiter_look_;
+  if (waiters_lead_) return look_;
   return bytes > opts_.wake_bytes ? std::chrono::microseconds(kGrace) : cycle_;
 }
 
@@ -119,26 +116,11 @@ void AsyncLane::alarm_locked(Clock::time_point at) {
   if (!thread_awake_) arm_locked();
 }
 
-void AsyncLane::emptied_locked() {
-  const uint64_t burst = burst_bytes_;
-  burst_bytes_ = 0;
-  // A look that finds nothing costs the thread a wake-up, once per
-  // waiter_look_: some 25 us of a core, and more for the driver it
-  // preempts, whose peers then wait at their next barrier. Cancelling the
-  // time costs 3-6 us per burst (in a virtual machine, clearing the
-  // earliest timer and setting it again each make the kernel reprogram its
-  // clock device). Measured on steps of 16 x 1 MiB, cancelling is the
-  // cheaper, so a burst of 8 MiB or more cancels (its bytes stand for its
-  // length: no clock read per operation); a run of shorter ones leaves the
-  // time to its look.
-  // (Completions left in finished_, or replies, keep the thread's time:
-  // see check_ready_locked() and hand_left_over().)
-  if (alarm_ == Clock::time_point::max() || burst < kCancelBytes || !finished_.empty() ||
-      !replies_.empty()) {
-    return;
+bool AsyncLane::pending_since_locked(uint64_t order) const {
+  for (const auto& kv : ops_) {
+    if (kv.second->order < order) return true;
   }
-  alarm_ = Clock::time_point::max();
-  if (!thread_awake_) arm_locked();
+  return false;
 }
 
 void AsyncLane::arm_locked() {
@@ -178,16 +160,28 @@ void AsyncLane::thread_loop() {
       // since the burst began? (Counted at looks only: a wake-up for other
       // work between two looks must not hide a waiter's drive.)
       const uint64_t drives = waiter_drives_.load();
-      const bool waiters = want_.load() > 0 || drives != drives_seen_;
+      const bool present = want_.load() > 0;
+      const bool waiters = present || drives != drives_seen_;
       drives_seen_ = drives;
+      // An operation pending since the last look already, with no waiter in
+      // the lane now, runs here: waiters drive up to what they wait for, so
+      // one behind theirs that nobody waits for is not left to them.
+      const bool stale = due && pending && !present && pending_since_locked(look_order_);
+      if (due) look_order_ = next_order_;
       // Waiters that drove lead, whether they left work or finished it all
-      // (a run of tiny operations is rarely pending at a look).
-      if (due && waiters) waiters_lead_ = true;
-      if (pending && due && !waiters) {
-        waiters_lead_ = false;  // nobody came in time: from now on, kGrace
+      // (a run of tiny operations is rarely pending at a look); the longer
+      // they keep leading, the rarer the looks.
+      if (due && waiters) {
+        waiters_lead_ = true;
+        if (!stale) look_ = std::min(look_ * 2, cycle_ * kLaneWaiterCyclesMax);
+      } else if (due) {
+        look_ = cycle_ * kLaneWaiterCycles;
+      }
+      if (pending && due && (!waiters || stale)) {
+        if (!waiters) waiters_lead_ = false;  // nobody came in time: from now on, kGrace
         run = true;
       } else if (pending) {
-        alarm_locked(now + (waiters ? waiter_look_ : std::chrono::microseconds(kGrace)));
+        alarm_locked(now + (waiters ? look_ : std::chrono::microseconds(kGrace)));
       }
     }
     if (!run) {

@@ -31,8 +31,11 @@ struct LaneVerb {
 constexpr size_t kLaneForgotten = 1024;
 
 // While waiters drive, the lane thread looks only every this many cycles
-// (KF_FUSION_CYCLE_US): each look preempts a driver on a busy machine.
+// (KF_FUSION_CYCLE_US) at first, and twice as long after each look that
+// finds they still do, up to kLaneWaiterCyclesMax: each look preempts a
+// driver on a busy machine.
 constexpr int64_t kLaneWaiterCycles = 8;
+constexpr int64_t kLaneWaiterCyclesMax = 32;
 
 // One submitted operation on the lane.
 struct LaneOp {
