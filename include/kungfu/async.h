@@ -76,8 +76,9 @@
  * one's partition size) run together as one pass over their buffers laid
  * end to end, sharing its barriers. A thread waiting for a request runs
  * them itself; when nobody waits, a thread of the communicator does, 200 us
- * after a large submission (KF_FUSION_CYCLE_US after a small one), or within
- * 8 cycles while waiting threads have been running them.
+ * after a large submission (KF_FUSION_CYCLE_US after a small one), or, while
+ * waiting threads have been running them, within 8 to 64 cycles (the longer
+ * they do, the rarer its looks).
  * KF_ASYNC_ARENA=0 turns this off. Everything else moves over the peer
  * rings (shared memory or TCP). Small single-partition operations (up to
  * 64 KiB) start at submission; larger ones once every rank submitted them.

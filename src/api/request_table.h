@@ -2,8 +2,8 @@
 // handles: a freed or foreign handle is rejected instead of dereferenced.
 // Freed handles and their table nodes are kept for the next (a few per
 // training step's tensor, dozens in a burst: see base/block_pool.h for why
-// not malloc); as with malloc, a handle freed long ago may come back as a
-// new one.
+// not malloc), the latest freed first: as with malloc, a freed handle's
+// value may come back as a new handle.
 #pragma once
 
 #include <memory>
@@ -32,17 +32,18 @@ class RequestTable {
 
   // A new handle for `state`, of `engine` on `comm`, registered as live.
   kf_request* add(kf_comm* comm, AsyncEngine* engine, std::shared_ptr<AsyncRequest> state);
-  // Unregisters and deletes a handle whose submission failed (it was never
-  // returned).
+  // Unregisters a handle whose submission failed (it was never returned)
+  // and releases it (kept for reuse, or deleted).
   void drop(kf_request* r);
   // Whether `r` is a live handle (false for null).
   bool live(kf_request* r) const;
   // kf_request_free: KF_ERR_INVALID_ARGUMENT if `r` is not live,
   // KF_ERR_INVALID_USAGE while its operation is pending, else unregisters
-  // and deletes it.
+  // and releases it, as drop() does.
   kf_status_t free(kf_request* r);
 
  private:
+  RequestTable();
   using Live = std::unordered_set<kf_request*>;
   // Unregisters `r` (its node, with `r` in it, onto spare_, or deleted).
   void retire_locked(Live::iterator it);

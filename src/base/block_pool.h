@@ -11,8 +11,10 @@
 //
 // One block size per pool (that of the first allocation; others go to
 // ::operator new). Thread safe. The pool must outlive every block it gave
-// out (make it static, or a member declared before the containers of the
-// objects). Use through PoolAllocator with std::allocate_shared.
+// out (a static pointer never deleted, or a member declared before the
+// containers of the objects). Use through PoolAllocator with
+// std::allocate_shared. Under AddressSanitizer nothing is kept (kKeepMemory),
+// so that a use after free is still caught.
 #pragma once
 
 #include <cstddef>
@@ -22,10 +24,23 @@
 
 namespace kf {
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kKeepMemory = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kKeepMemory = false;
+#else
+constexpr bool kKeepMemory = true;
+#endif
+#else
+constexpr bool kKeepMemory = true;
+#endif
+
 class BlockPool {
  public:
-  // Keeps at most `keep` free blocks.
-  explicit BlockPool(size_t keep) : keep_(keep) {}
+  // Keeps at most `keep` free blocks (room for them is reserved here:
+  // deallocate(), reached from destructors, never allocates).
+  explicit BlockPool(size_t keep) : keep_(kKeepMemory ? keep : 0) { free_.reserve(keep_); }
   ~BlockPool() {
     for (void* p : free_) ::operator delete(p);
   }
@@ -66,6 +81,8 @@ class BlockPool {
 // to ::operator new), for std::allocate_shared.
 template <typename T>
 struct PoolAllocator {
+  static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__,
+                "BlockPool blocks come from ::operator new(size_t)");
   using value_type = T;
   explicit PoolAllocator(BlockPool* p) : pool(p) {}
   template <typename U>

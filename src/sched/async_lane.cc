@@ -495,6 +495,7 @@ void AsyncLane::end_locked(LaneOp* op, const Status& st, Done* done) {
   auto it = ops_.find(op->key());
   if (it == ops_.end()) return;
   op->result = st;
+  if (op->stale) --stale_left_;
   if (op->ready) {
     ready_.erase(op->spec.priority, op->order);
   } else {

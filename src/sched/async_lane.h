@@ -60,19 +60,22 @@
 //     the time comes and no waiter drove meanwhile (nobody waits: a
 //     backward pass submits and computes on), the thread drives. When a
 //     waiter did, waiters lead: the thread looks again only after
-//     kLaneWaiterCycles cycles, twice as long after each look that finds
-//     a waiter drove meanwhile (up to kLaneWaiterCyclesMax), and
-//     submissions give waiters that long too, until a look finds that
-//     nobody came (back to kGrace and kLaneWaiterCycles). So while waiters
-//     drive, the lane thread wakes rarely (on a busy machine each wake-up
-//     preempts a driver), and submissions set its time once per look at
-//     most (a system call). A time is never cancelled: clearing it costs a
-//     system call per burst (3 us in a virtual machine, where the kernel
-//     reprograms its clock device), a look finding nothing one wake-up per
-//     look. An operation that was pending at the last look already, with
-//     no waiter in the lane now, runs on the lane thread at this one:
-//     waiters drive up to the operations they wait for, so one they never
-//     wait for, behind theirs, is not left to them.
+//     kLaneWaiterCycles cycles, and submissions give waiters that long
+//     too. Looks grow rarer (twice as long each time, up to
+//     kLaneWaiterCyclesMax) while they find a waiter in the lane or nothing
+//     pending; one that finds operations pending and nobody in the lane
+//     brings them back to kLaneWaiterCycles, and one that finds nobody
+//     drove since the last brings back kGrace too (the thread drives what
+//     is pending). So while waiters drive, the lane thread wakes rarely
+//     (on a busy machine each wake-up preempts a driver), and submissions
+//     set its time once per look at most (a system call). A time is never
+//     cancelled: clearing it costs a system call per burst (3 us in a
+//     virtual machine, where the kernel reprograms its clock device), a
+//     look that finds nothing one wake-up per look. Stale operations: at
+//     a look that finds nobody in the lane, ready operations submitted
+//     before the last look run on the lane thread, until they end or a
+//     waiter comes: waiters drive up to the operations they wait for, so
+//     those behind theirs that nobody waits for are not left to them.
 //  6. Kind mismatch: a peer that submitted the same name and sequence as
 //     another kind (or strategy) runs it on the message path and sends a
 //     signature frame; the lane fails its operation and answers with its
@@ -235,9 +238,10 @@ class AsyncLane {
   // else a cycle.
   std::chrono::microseconds grace_for(uint64_t bytes) const;
   bool pending_locked() const { return !ops_.empty() || !unpublished_.empty(); }
-  // Whether an operation submitted before `order` (see next_order_) is
-  // still pending.
-  bool pending_since_locked(uint64_t order) const;
+  // Marks the ready operations submitted before `order` (see next_order_)
+  // stale: the lane thread drives until they ended (stale_left_). Returns
+  // how many stale ones are pending.
+  size_t mark_stale_locked(uint64_t order);
   void ring_peers();
   // Drives until `stop` says so, `slice` passes (negative: no limit), or
   // the lane breaks or closes.
@@ -326,7 +330,7 @@ class AsyncLane {
   // then give waiters look_ (kLaneWaiterCycles cycles, doubling up to
   // kLaneWaiterCyclesMax while looks find waiters; mu_) rather than kGrace.
   // look_order_ (mu_): next_order_ at the last look (operations ordered
-  // below it were pending then).
+  // below it were submitted before it).
   WakeTimer thread_timer_;
   Clock::time_point alarm_ = Clock::time_point::max();
   Clock::time_point armed_ = Clock::time_point::max();
@@ -334,6 +338,7 @@ class AsyncLane {
   uint64_t drives_seen_ = 0;
   bool waiters_lead_ = false;
   uint64_t look_order_ = 0;
+  size_t stale_left_ = 0;                  // operations marked stale, pending (mu_)
   const std::chrono::microseconds cycle_;  // KF_FUSION_CYCLE_US, at least 1 us
   std::chrono::microseconds look_;
   std::thread thread_;

@@ -116,11 +116,14 @@ void AsyncLane::alarm_locked(Clock::time_point at) {
   if (!thread_awake_) arm_locked();
 }
 
-bool AsyncLane::pending_since_locked(uint64_t order) const {
-  for (const auto& kv : ops_) {
-    if (kv.second->order < order) return true;
+size_t AsyncLane::mark_stale_locked(uint64_t order) {
+  for (const auto& item : ready_) {
+    if (item.order < order && !item.op->stale) {
+      item.op->stale = true;
+      ++stale_left_;
+    }
   }
-  return false;
+  return stale_left_;
 }
 
 void AsyncLane::arm_locked() {
@@ -163,24 +166,34 @@ void AsyncLane::thread_loop() {
       const bool present = want_.load() > 0;
       const bool waiters = present || drives != drives_seen_;
       drives_seen_ = drives;
-      // An operation pending since the last look already, with no waiter in
-      // the lane now, runs here: waiters drive up to what they wait for, so
-      // one behind theirs that nobody waits for is not left to them.
-      const bool stale = due && pending && !present && pending_since_locked(look_order_);
+      const uint64_t since = look_order_;
       if (due) look_order_ = next_order_;
-      // Waiters that drove lead, whether they left work or finished it all
-      // (a run of tiny operations is rarely pending at a look); the longer
-      // they keep leading, the rarer the looks.
+      const auto base = cycle_ * kLaneWaiterCycles;
       if (due && waiters) {
+        // Waiters that drove lead, whether they left work or finished it
+        // all (a run of tiny operations is rarely pending at a look). While
+        // looks find one in the lane, or nothing pending, they grow rarer;
+        // one that finds operations pending and nobody in the lane (a
+        // backward pass that submits and computes on) brings them back to
+        // kLaneWaiterCycles, so that the next can find that nobody came.
         waiters_lead_ = true;
-        if (!stale) look_ = std::min(look_ * 2, cycle_ * kLaneWaiterCyclesMax);
+        look_ = present || !pending ? std::min(look_ * 2, cycle_ * kLaneWaiterCyclesMax) : base;
+        // Ready operations pending since the last look already, with nobody
+        // in the lane now, run here: waiters drive up to what they wait
+        // for, so those behind theirs that nobody waits for are not left to
+        // them (the records are read first: an operation is ready once
+        // every rank's record is).
+        if (pending && !present) {
+          ingest_locked();
+          run = !finished_.empty() || mark_stale_locked(since) > 0;
+        }
       } else if (due) {
-        look_ = cycle_ * kLaneWaiterCycles;
+        look_ = base;
       }
-      if (pending && due && (!waiters || stale)) {
-        if (!waiters) waiters_lead_ = false;  // nobody came in time: from now on, kGrace
+      if (pending && due && !waiters) {
+        waiters_lead_ = false;  // nobody came in time: from now on, kGrace
         run = true;
-      } else if (pending) {
+      } else if (pending && !run) {
         alarm_locked(now + (waiters ? look_ : std::chrono::microseconds(kGrace)));
       }
     }
@@ -195,7 +208,10 @@ void AsyncLane::thread_loop() {
           [this] {
             if (want_.load() > 0) return true;
             std::lock_guard<std::mutex> l(mu_);
-            return closed_ || (!pending_locked() && replies_.empty() && finished_.empty());
+            if (closed_) return true;
+            if (!replies_.empty() || !finished_.empty()) return false;  // work only it does
+            // Nobody waits: everything; waiters lead: the stale operations.
+            return !pending_locked() || (waiters_lead_ && stale_left_ == 0);
           },
           std::chrono::nanoseconds(-1));
       driver_mu_.unlock();

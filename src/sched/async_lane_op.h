@@ -54,6 +54,7 @@ struct LaneOp {
   bool tiny_late = false;  // tiny, ready too close to its deadline: via the log (kTiny)
   bool running = false;    // a partition is in the arena (the driver ends it)
   bool warned = false;     // stall warning logged
+  bool stale = false;      // counted in stale_left_ (see AsyncLane::mark_stale_locked)
   Status result;
   OpKey key() const { return {name_hash, seq}; }
   uint64_t bytes() const { return spec.count * dtype_size(spec.dtype); }

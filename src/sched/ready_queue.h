@@ -4,11 +4,13 @@
 //
 // A vector kept sorted from the least urgent to the most, so that the most
 // urgent, which usually leaves first, leaves from the back. Once the vector
-// has grown, inserting and erasing allocate nothing and run a few inlined
-// instructions and one memmove of the less urgent tail (a few KiB at most
-// for hundreds of operations) rather than a tree's allocation and
-// rebalancing: this runs once per operation, right after a pass whose data
-// has pushed the lane's code and data out of the CPU's caches.
+// has grown, inserting and erasing allocate nothing: a binary search and
+// one memmove of the items more urgent than the one inserted or erased (at
+// equal priorities a new item is the least urgent, so all of them: 24
+// bytes each, a few KiB for hundreds of operations) rather than a tree's
+// allocation and rebalancing. This runs once per operation, right after a
+// pass whose data has pushed the lane's code and data out of the CPU's
+// caches.
 #pragma once
 
 #include <algorithm>

@@ -28,13 +28,7 @@
 //     never nest (the lane completes what a callback submits on another
 //     thread), every sum is exact, and kf_comm_destroy inside a callback is
 //     refused with KF_ERR_INVALID_USAGE, the communicator working on.
-//  9. Waiters lead, then leave work behind: after 10 steps that a waiter
-//     drives (36 MiB each: the lane thread then looks only every few
-//     cycles, and each step's end cancels its time), six operations (1 MiB
-//     in two partitions, never fused) of which the thread waits for the
-//     most urgent only, then sleeps, then three that nobody waits for: the
-//     lane thread must complete them all (callbacks count them; this thread
-//     makes no library call meanwhile) within 5 s, every sum exact.
+// Who moves the data when nobody waits is tested in async_lane_thread.cc.
 // Run with KF_TIMEOUT_MS=3000 (the timeouts of 5. and 7.). With --late only
 // case 5 runs: over TCP it tests the message path, where the ranks that
 // time out tell the silent rank (AsyncEngine::kGaveUpStep). With
@@ -53,22 +47,15 @@
 #include <thread>
 #include <vector>
 
+#include "lane_checks.h"
 #include "mp_common.h"
 
 namespace {
 
-int g_fails = 0;
-int g_rank = 0;
-
-void report(bool ok, const std::string& what) {
-  std::printf("%s rank %d: %s\n", ok ? "PASS" : "FAIL", g_rank, what.c_str());
-  if (!ok) ++g_fails;
-}
-
-// Rank r contributes r + 1 + i at element i (of int32).
-int32_t value(int r, size_t i) {
-  return static_cast<int32_t>(r + 1 + static_cast<int>(i % 1000));
-}
+using lanetest::g_fails;
+using lanetest::g_rank;
+using lanetest::report;
+using lanetest::value;
 
 struct Case {
   std::string name;
@@ -238,164 +225,6 @@ void test_only(kf_comm_t comm, int rank, int n) {
              std::to_string(g_callbacks.load()) + (exact ? ", exact" : ", WRONG"));
   kf_request_free(r[0]);
   kf_request_free(r[1]);
-}
-
-std::atomic<int> g_left_done{0};
-void on_left_done(kf_request_t, kf_status_t st, void*) {
-  if (st == KF_SUCCESS) g_left_done.fetch_add(1);
-}
-
-// Sleeps until `want` callbacks of on_left_done() came, at most 20 s;
-// returns the ms it took.
-double await_callbacks(int want) {
-  const auto t0 = std::chrono::steady_clock::now();
-  while (g_left_done.load() < want &&
-         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
-void left_behind(kf_comm_t comm, int rank, int n) {
-  // The lead steps' operations are 3 MiB (36 MiB a step: past the size of
-  // burst whose end cancels the lane thread's time, 8 MiB); the others' 1 MiB, in
-  // two partitions: never fused, so the waiter's operation runs alone.
-  const size_t count = 262144, lead_count = 3 * count;
-  const int kLead = 12, kLeft = 6, kAlone = 3;
-  std::vector<std::vector<int32_t>> buf(kLead, std::vector<int32_t>(lead_count));
-  auto fill = [&] {
-    for (auto& b : buf) {
-      for (size_t i = 0; i < lead_count; ++i) b[i] = value(rank, i);
-    }
-  };
-  // Whether the first `ops` buffers hold the sums of their first `elems`.
-  auto exact = [&](int ops, size_t elems) {
-    for (int j = 0; j < ops; ++j) {
-      for (size_t i = 0; i < elems; ++i) {
-        int64_t want = 0;
-        for (int q = 0; q < n; ++q) want += value(q, i);
-        if (buf[j][i] != want) return false;
-      }
-    }
-    return true;
-  };
-  kf_request_t r[kLead] = {};
-  auto free_all = [&] {
-    for (auto& q : r) {
-      kf_request_free(q);
-      q = nullptr;
-    }
-  };
-  bool ok = true;
-  for (int step = 0; step < 10 && ok; ++step) {  // waiters lead
-    fill();
-    for (int j = 0; j < kLead; ++j) {
-      const std::string name = "lead." + std::to_string(j);
-      ok = ok && kf_iall_reduce(comm, name.c_str(), buf[j].data(), buf[j].data(), lead_count,
-                                KF_INT32, KF_SUM, nullptr, &r[j]) == KF_SUCCESS;
-    }
-    ok = ok && kf_request_wait_all(kLead, r) == KF_SUCCESS;
-    free_all();
-  }
-  ok = ok && exact(kLead, lead_count);
-  kf_op_options_t o = KF_OP_OPTIONS_INITIALIZER;
-  o.callback = on_left_done;
-  o.partition_bytes = count * sizeof(int32_t) / 2;
-  auto submit = [&](const char* prefix, int ops) {
-    fill();
-    for (int j = 0; j < ops; ++j) {
-      const std::string name = prefix + std::to_string(j);
-      o.priority = j;  // the first runs first
-      ok = ok && kf_iall_reduce(comm, name.c_str(), buf[j].data(), buf[j].data(), count, KF_INT32,
-                                KF_SUM, &o, &r[j]) == KF_SUCCESS;
-    }
-  };
-  submit("left.", kLeft);
-  ok = ok && kf_request_wait(r[0]) == KF_SUCCESS;
-  const double left_ms = await_callbacks(kLeft);
-  const int left_done = g_left_done.load();  // (before the wait below drives anything)
-  // (A callback runs just before its request completes: at once.)
-  ok = ok && kf_request_wait_all(kLeft, r) == KF_SUCCESS;
-  const bool left_ok = ok && exact(kLeft, count) && left_done == kLeft && left_ms < 5000;
-  report(left_ok, "left behind by a waiter, completed by the lane thread: " +
-                      std::to_string(left_done) + " of " + std::to_string(kLeft) + " callbacks, " +
-                      std::to_string(left_ms) + " ms after the wait");
-  free_all();
-  g_left_done = 0;
-  submit("alone.", kAlone);
-  const double alone_ms = await_callbacks(kAlone);
-  const int alone_done = g_left_done.load();
-  ok = ok && kf_request_wait_all(kAlone, r) == KF_SUCCESS;
-  report(ok && exact(kAlone, count) && alone_done == kAlone && alone_ms < 5000,
-         "waited for by nobody, completed by the lane thread: " + std::to_string(alone_done) +
-             " of " + std::to_string(kAlone) + " callbacks, " + std::to_string(alone_ms) +
-             " ms after the submissions");
-  free_all();
-}
-
-// An operation nobody waits for, less urgent than those waiting threads keep
-// waiting for (a metric with a completion callback beside a training
-// loop's gradients), in two partitions (never fused with theirs): it must
-// complete while they lead, not only once they stop (a waiter runs what is
-// ready while its own operation is not; the lane thread's looks the rest).
-void beside_waiters(kf_comm_t comm, int rank, int n) {
-  const size_t count = 262144;  // 1 MiB: above the tiny and the wake sizes
-  std::vector<int32_t> side(count), step(count);
-  for (size_t i = 0; i < count; ++i) side[i] = value(rank, i);
-  g_left_done = 0;
-  kf_op_options_t o = KF_OP_OPTIONS_INITIALIZER;
-  o.callback = on_left_done;
-  o.priority = 100;                                 // behind every step's operation
-  o.partition_bytes = count * sizeof(int32_t) / 2;  // two partitions: never fused with them
-  kf_request_t side_req = nullptr;
-  // Steps a waiter drives, 1 ms apart: 20 first (waiters lead), then the
-  // side operation is submitted, then steps until it completed on every
-  // rank (agreed by the steps' own sums) or 5 s passed.
-  const int kLead = 20;
-  bool ok = true;
-  auto t0 = std::chrono::steady_clock::now();
-  double done_ms = -1;
-  int steps = 0;
-  for (; ok && steps < kLead + 5000; ++steps) {
-    if (steps == kLead) {
-      t0 = std::chrono::steady_clock::now();
-      ok = kf_iall_reduce(comm, "beside", side.data(), side.data(), count, KF_INT32, KF_SUM, &o,
-                          &side_req) == KF_SUCCESS;
-    }
-    int32_t flag = g_left_done.load() > 0 ? 1 : 0, all = 0;
-    kf_request_t r = nullptr;
-    ok = ok &&
-         kf_iall_reduce(comm, "beside.step", &flag, &all, 1, KF_INT32, KF_SUM, nullptr, &r) ==
-             KF_SUCCESS &&
-         kf_request_wait(r) == KF_SUCCESS;
-    kf_request_free(r);
-    for (size_t i = 0; i < 1024; ++i) step[i] = static_cast<int32_t>(i);
-    r = nullptr;
-    ok = ok &&
-         kf_iall_reduce(comm, "beside.grad", step.data(), step.data(), count, KF_INT32, KF_SUM,
-                        nullptr, &r) == KF_SUCCESS &&
-         kf_request_wait(r) == KF_SUCCESS;
-    kf_request_free(r);
-    if (all == n) {
-      done_ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  ok = ok && kf_request_wait(side_req) == KF_SUCCESS;
-  kf_request_free(side_req);
-  bool exact = true;
-  for (size_t i = 0; i < count; ++i) {
-    int64_t want = 0;
-    for (int q = 0; q < n; ++q) want += value(q, i);
-    if (side[i] != want) exact = false;
-  }
-  report(ok && exact && done_ms >= 0 && done_ms < 1000,
-         "less urgent than what waiters wait for, completed while they lead: after " +
-             std::to_string(done_ms) + " ms, " + std::to_string(steps - kLead) + " steps" +
-             (exact ? ", exact" : ", WRONG"));
-  g_left_done = 0;
 }
 
 void late(kf_comm_t comm, int rank, int n) {
@@ -640,8 +469,6 @@ int main(int argc, char** argv) {
   in_callback(comm, g_rank, n);
   edges(comm, g_rank, n);
   chained(comm, g_rank, n);
-  left_behind(comm, g_rank, n);
-  beside_waiters(comm, g_rank, n);
   kf_comm_destroy(comm);
   return g_fails == 0 ? 0 : 1;
 }

@@ -65,6 +65,11 @@ TEST(ReadyQueue, MatchesAnOrderedSet) {
       ASSERT_TRUE(q.erase(std::get<0>(*it), std::get<1>(*it)));
       ref.erase(it);
     }
+    // The head, which the lane's decisions read.
+    ASSERT_EQ(q.empty(), ref.empty());
+    if (!ref.empty()) {
+      ASSERT_EQ(q.begin()->op->id, std::get<2>(*ref.begin()));
+    }
     if (order == ops.size() && ref.empty()) break;
   }
   using T = std::tuple<int32_t, uint64_t, int>;
