@@ -305,6 +305,7 @@ void AsyncLane::match_record_locked(int local, const LaneRecord& r) {
     m.have[static_cast<size_t>(local)] = 1;
     // The payload's cache line only if in use (a tiny operation's data):
     // a record is copied twice per operation.
+    static_assert(offsetof(LaneRecord, payload) == 64, "the header is the first cache line");
     LaneRecord& slot = m.rec[static_cast<size_t>(local)];
     std::memcpy(static_cast<void*>(&slot), &r, offsetof(LaneRecord, payload));
     if (r.payload_bytes > 0) std::memcpy(slot.payload, r.payload, LaneRecord::kPayloadBytes);

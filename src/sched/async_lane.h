@@ -328,7 +328,8 @@ class AsyncLane {
   // or one that had driven meanwhile (waiter_drives_ beyond drives_seen_,
   // which looks and a burst's first submission refresh; mu_); submissions
   // then give waiters look_ (kLaneWaiterCycles cycles, doubling up to
-  // kLaneWaiterCyclesMax while looks find waiters; mu_) rather than kGrace.
+  // kLaneWaiterCyclesMax while looks find a waiter in the lane or nothing
+  // pending: see 5.; mu_) rather than kGrace.
   // look_order_ (mu_): next_order_ at the last look (operations ordered
   // below it were submitted before it).
   WakeTimer thread_timer_;
