@@ -23,21 +23,19 @@ RequestTable::RequestTable() {
 kf_request* RequestTable::add(kf_comm* comm, AsyncEngine* engine,
                               std::shared_ptr<AsyncRequest> state) {
   std::lock_guard<std::mutex> lock(mu_);
+  kf_request* r;
   if (spare_.empty()) {
-    auto r = std::make_unique<kf_request>();
-    r->state = std::move(state);
-    r->comm = comm;
-    r->engine = engine;
-    live_.insert(r.get());
-    return r.release();
+    auto fresh = std::make_unique<kf_request>();
+    live_.insert(fresh.get());
+    r = fresh.release();
+  } else {  // a freed handle, registered again with its node
+    r = spare_.back().value();
+    live_.insert(std::move(spare_.back()));
+    spare_.pop_back();
   }
-  Live::node_type node = std::move(spare_.back());
-  spare_.pop_back();
-  kf_request* r = node.value();
   r->state = std::move(state);
   r->comm = comm;
   r->engine = engine;
-  live_.insert(std::move(node));
   return r;
 }
 

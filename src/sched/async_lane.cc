@@ -6,7 +6,6 @@
 #include "sched/async_lane.h"
 
 #include <algorithm>
-#include <cstddef>
 #include <cstring>
 
 #include "algo/reduce_kernels.h"
@@ -303,12 +302,9 @@ void AsyncLane::match_record_locked(int local, const LaneRecord& r) {
   Match& m = it->second;
   if (!m.have[static_cast<size_t>(local)]) {
     m.have[static_cast<size_t>(local)] = 1;
-    // The payload's cache line only if in use (a tiny operation's data):
-    // a record is copied twice per operation.
-    static_assert(offsetof(LaneRecord, payload) == 64, "the header is the first cache line");
-    LaneRecord& slot = m.rec[static_cast<size_t>(local)];
-    std::memcpy(static_cast<void*>(&slot), &r, offsetof(LaneRecord, payload));
-    if (r.payload_bytes > 0) std::memcpy(slot.payload, r.payload, LaneRecord::kPayloadBytes);
+    // (Without the payload's line unless in use: a record is copied twice
+    // per operation.)
+    copy_record(&m.rec[static_cast<size_t>(local)], r);
     ++m.count;
   }
   if (m.count < n_) return;
@@ -465,7 +461,6 @@ void AsyncLane::forget_locked(const OpKey& key) {
                      unpublished_.end());
   if (forgotten_.insert(key).second)
     keep_latest(&forgotten_, &forgotten_order_, key, kLaneForgotten);
-  // (A withdrawn operation ends before its waiting record goes.)
   // Nor do the frames a peer sent of it on the message path (a kind
   // mismatch) stay in the store of early messages.
   engine_->mailbox().forget(key.first, key.second, AsyncEngine::kPartitionBits);

@@ -27,9 +27,6 @@ struct alignas(64) LaneLog::LogHeader {
 
 namespace {
 constexpr size_t kCursorBytes = 64;
-// A record's first cache line: everything but the payload.
-constexpr size_t kHeaderBytes = offsetof(LaneRecord, payload);
-static_assert(kHeaderBytes == 64, "the payload starts the second cache line");
 }  // namespace
 
 static_assert(sizeof(std::atomic<uint64_t>) == 8 && std::atomic<uint64_t>::is_always_lock_free,
@@ -80,12 +77,9 @@ bool LaneLog::publish(const LaneRecord& r) {
     slowest_read_ = slowest;
     if (n - slowest >= kRecords) return false;
   }
-  // The payload line only if in use: each line written here is one a
-  // reader's cache must fetch from ours.
-  std::memcpy(static_cast<void*>(&records(me_)[n % kRecords]), &r, kHeaderBytes);
-  if (r.payload_bytes > 0) {
-    std::memcpy(records(me_)[n % kRecords].payload, r.payload, LaneRecord::kPayloadBytes);
-  }
+  // (The payload line only if in use: each line written here is one a
+  // reader's cache must fetch from ours.)
+  copy_record(&records(me_)[n % kRecords], r);
   h->published.store(n + 1, std::memory_order_release);
   return true;
 }
@@ -94,8 +88,7 @@ bool LaneLog::take(int local, LaneRecord* out) {
   uint64_t& next = next_take_[static_cast<size_t>(local)];
   if (header(local)->published.load(std::memory_order_acquire) <= next) return false;
   const LaneRecord& slot = records(local)[next % kRecords];
-  std::memcpy(static_cast<void*>(out), &slot, kHeaderBytes);
-  if (out->payload_bytes > 0) std::memcpy(out->payload, slot.payload, LaneRecord::kPayloadBytes);
+  copy_record(out, slot);
   ++next;
   read_of(me_, local)->store(next, std::memory_order_release);
   return true;

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace kf {
@@ -43,6 +44,14 @@ struct LaneRecord {
   unsigned char payload[kPayloadBytes] = {};
 };
 static_assert(sizeof(LaneRecord) == 128, "two cache lines");
+static_assert(offsetof(LaneRecord, payload) == 64, "the payload starts the second cache line");
+
+// Copies the record `src` to `dst`: its first cache line, and the payload's
+// only if in use (each line copied is one a cache may have to fetch).
+inline void copy_record(LaneRecord* dst, const LaneRecord& src) {
+  std::memcpy(static_cast<void*>(dst), &src, offsetof(LaneRecord, payload));
+  if (src.payload_bytes > 0) std::memcpy(dst->payload, src.payload, LaneRecord::kPayloadBytes);
+}
 
 // A decision every rank processes in log order (32 bytes).
 struct LaneEntry {
