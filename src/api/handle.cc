@@ -1,17 +1,16 @@
 #include "api/handle.h"
 
-#include <unordered_set>
-
 #include "base/log.h"
+#include "base/pointer_set.h"
 #include "monitor/trace_observer.h"
 
 namespace kf {
 namespace api {
 namespace {
 
-std::mutex g_mu;
-std::unordered_set<kf_comm*>& live() {
-  static auto* set = new std::unordered_set<kf_comm*>();  // never destroyed: usable at exit
+// Every submission checks its communicator here: lookups take no lock.
+PointerSet<kf_comm>& live() {
+  static auto* set = new PointerSet<kf_comm>();  // never destroyed: usable at exit
   return *set;
 }
 
@@ -19,7 +18,6 @@ thread_local std::string t_no_comm_error;
 thread_local std::string t_returned;
 
 void register_handle(kf_comm* c) {
-  std::lock_guard<std::mutex> lock(g_mu);
   live().insert(c);
 }
 
@@ -34,13 +32,11 @@ kf_comm* new_handle(std::unique_ptr<Communicator> impl) {
 }
 
 bool unregister_handle(kf_comm* c) {
-  std::lock_guard<std::mutex> lock(g_mu);
-  return live().erase(c) == 1;
+  return live().erase(c);
 }
 
 bool is_live(kf_comm* c) {
-  std::lock_guard<std::mutex> lock(g_mu);
-  return live().count(c) == 1;
+  return live().contains(c);
 }
 
 kf_status_t fail(kf_comm* comm, const Status& st) {

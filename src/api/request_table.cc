@@ -64,6 +64,14 @@ bool RequestTable::live(kf_request* r) const {
   return live_.count(r) != 0;
 }
 
+bool RequestTable::all_live(kf_request* const* reqs, size_t n) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < n; ++i) {
+    if (reqs[i] != nullptr && live_.count(reqs[i]) == 0) return false;
+  }
+  return true;
+}
+
 kf_status_t RequestTable::free(kf_request* r) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = live_.find(r);

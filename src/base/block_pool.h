@@ -6,8 +6,17 @@
 // dozens of the same size in a burst. malloc keeps only a handful of each
 // size in its per-thread cache; the rest go through its general paths,
 // whose code and data a step's bulk data has pushed out of the CPU's
-// caches by then. A pool's free list is a few lines of code and one
-// vector.
+// caches by then. A pool's free list is a few lines of code.
+//
+// Two tiers. Each thread keeps up to kThreadKeep free blocks of each of a
+// few sizes for itself, with no lock: a lock costs two atomic instructions,
+// and an operation makes and destroys a request and a lane operation, so
+// four locks per operation were a fifth of a 4 KiB operation's overhead.
+// Beyond that, and for the blocks a thread frees that others allocate (a
+// lane operation may die on the lane thread), the pool's own list, under
+// its mutex. Blocks are plain ::operator new memory of one size, so a
+// thread's blocks serve every pool of that size, and a thread that ends
+// deletes its own.
 //
 // One block size per pool (that of the first allocation; others go to
 // ::operator new). Thread safe. The pool must outlive every block it gave
@@ -19,7 +28,6 @@
 
 #include <cstddef>
 #include <mutex>
-#include <new>
 #include <vector>
 
 namespace kf {
@@ -38,40 +46,29 @@ constexpr bool kKeepMemory = true;
 
 class BlockPool {
  public:
-  // Keeps at most `keep` free blocks (room for them is reserved here:
-  // deallocate(), reached from destructors, never allocates).
+  // Free blocks a thread keeps of each size (of at most kThreadSizes sizes)
+  // before the pool's list.
+  static constexpr size_t kThreadKeep = 128;
+  static constexpr size_t kThreadSizes = 8;
+
+  // Keeps at most `keep` free blocks in the pool's list (room for them is
+  // reserved here: deallocate(), reached from destructors, never
+  // allocates), beyond those the threads keep.
   explicit BlockPool(size_t keep) : keep_(kKeepMemory ? keep : 0) { free_.reserve(keep_); }
-  ~BlockPool() {
-    for (void* p : free_) ::operator delete(p);
-  }
+  ~BlockPool();
   BlockPool(const BlockPool&) = delete;
   BlockPool& operator=(const BlockPool&) = delete;
 
-  void* allocate(size_t bytes) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (bytes_ == 0) bytes_ = bytes;
-      if (bytes == bytes_ && !free_.empty()) {
-        void* p = free_.back();
-        free_.pop_back();
-        return p;
-      }
-    }
-    return ::operator new(bytes);
-  }
-  void deallocate(void* p, size_t bytes) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (bytes == bytes_ && free_.size() < keep_) {
-        free_.push_back(p);
-        return;
-      }
-    }
-    ::operator delete(p);
-  }
+  void* allocate(size_t bytes);
+  void deallocate(void* p, size_t bytes);
+
+  // For tests: the free blocks in the pool's list, and those of `bytes`
+  // the calling thread keeps.
+  size_t kept() const;
+  static size_t thread_kept(size_t bytes);
 
  private:
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::vector<void*> free_;
   size_t bytes_ = 0;
   const size_t keep_;

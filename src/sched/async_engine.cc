@@ -70,6 +70,7 @@ void AsyncRequest::wait(const std::function<bool()>& help) {
 }
 
 void AsyncRequest::flush_held() {
+  if (!maybe_held_.load(std::memory_order_acquire)) return;
   std::weak_ptr<Fuser> held;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -465,6 +466,7 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
     // request sends them, else the fuser's cycle does.
     std::lock_guard<std::mutex> lock(o->req->mu_);
     o->req->held_ = fuser_;
+    o->req->maybe_held_.store(true, std::memory_order_release);
   }
   // 5. Release the submission's hold on completion.
   bool finalize_here = false;

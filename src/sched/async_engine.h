@@ -226,6 +226,9 @@ class AsyncRequest {
   std::atomic<bool> done_{false};
   Status status_;
   std::weak_ptr<Fuser> held_;  // see flush_held(); guarded by mu_
+  // Set with held_ (by the submitting thread, before the handle is handed
+  // out): flush_held() of every other request takes no lock.
+  std::atomic<bool> maybe_held_{false};
 };
 
 // The requests a waiter waits for after the current one (the rest of a

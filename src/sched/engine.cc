@@ -8,12 +8,12 @@
 namespace kf {
 
 uint32_t OpSignature::digest() const {
-  uint64_t h = 1469598103934665603ull;
+  // A multiply-and-fold per field, not per byte: every blocking arena call
+  // and every lane pass computes it (per operation of a fused pass).
+  uint64_t h = 0x243f6a8885a308d3ull;
   auto mix = [&h](uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-      h ^= (v >> (8 * i)) & 0xff;
-      h *= 1099511628211ull;
-    }
+    h = (h ^ v) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 29;
   };
   mix(kind);
   mix(count);

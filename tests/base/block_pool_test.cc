@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <thread>
@@ -10,28 +11,69 @@
 namespace kf {
 namespace {
 
-TEST(BlockPool, ReusesBlocksOfItsSizeUpToItsKeep) {
+TEST(BlockPool, ReusesBlocksOfItsSize) {
   BlockPool pool(2);
   void* a = pool.allocate(48);
   void* b = pool.allocate(48);
-  void* c = pool.allocate(48);
   pool.deallocate(a, 48);
   void* other = pool.allocate(100);  // another size: not the free block
   EXPECT_NE(other, a);
   pool.deallocate(other, 100);
-  pool.deallocate(b, 48);
-  pool.deallocate(c, 48);  // beyond `keep`: back to operator delete
-  void* d = pool.allocate(48);
-  void* e = pool.allocate(48);
-  void* f = pool.allocate(48);  // the free list is empty by now: a new block
+  void* c = pool.allocate(48);
   if (kKeepMemory) {
-    EXPECT_TRUE((d == a && e == b) || (d == b && e == a));
-    EXPECT_NE(f, a);
-    EXPECT_NE(f, b);
+    EXPECT_EQ(c, a);  // the latest freed first
   }
-  pool.deallocate(d, 48);
-  pool.deallocate(e, 48);
-  pool.deallocate(f, 48);
+  pool.deallocate(b, 48);
+  pool.deallocate(c, 48);
+}
+
+// A thread keeps kThreadKeep blocks of a size, the pool `keep` more; the
+// rest go back to operator delete, and allocations take the thread's
+// first, then the pool's.
+TEST(BlockPool, KeepsUpToTheThreadsAndThePoolsLimits) {
+  constexpr size_t kBytes = 56;  // a size no other test of this thread uses
+  const size_t keep = 3, mine = BlockPool::kThreadKeep;
+  BlockPool pool(keep);
+  std::vector<void*> blocks;
+  for (size_t i = 0; i < mine + keep + 5; ++i) blocks.push_back(pool.allocate(kBytes));
+  for (void* p : blocks) pool.deallocate(p, kBytes);
+  if (!kKeepMemory) {
+    EXPECT_EQ(pool.kept(), 0u);
+    EXPECT_EQ(BlockPool::thread_kept(kBytes), 0u);
+    return;
+  }
+  EXPECT_EQ(BlockPool::thread_kept(kBytes), mine);
+  EXPECT_EQ(pool.kept(), keep);
+  std::vector<void*> again;
+  for (size_t i = 0; i < mine + keep; ++i) again.push_back(pool.allocate(kBytes));
+  EXPECT_EQ(BlockPool::thread_kept(kBytes), 0u);
+  EXPECT_EQ(pool.kept(), 0u);
+  for (void* p : again) {  // each one of the freed blocks
+    EXPECT_NE(std::find(blocks.begin(), blocks.end(), p), blocks.end());
+  }
+  for (void* p : again) pool.deallocate(p, kBytes);
+}
+
+// Blocks one thread frees and another allocates pass through the pool's
+// list once the freeing thread's shelf is full.
+TEST(BlockPool, HandsBlocksBetweenThreads) {
+  constexpr size_t kBytes = 72;
+  BlockPool pool(1024);
+  std::vector<void*> blocks;
+  for (size_t i = 0; i < BlockPool::kThreadKeep + 10; ++i) blocks.push_back(pool.allocate(kBytes));
+  std::thread t([&] {
+    for (void* p : blocks) pool.deallocate(p, kBytes);
+    if (kKeepMemory) {
+      EXPECT_EQ(BlockPool::thread_kept(kBytes), BlockPool::kThreadKeep);
+    }
+  });  // its kept blocks are deleted as it ends
+  t.join();
+  if (kKeepMemory) {
+    EXPECT_EQ(pool.kept(), 10u);
+    void* p = pool.allocate(kBytes);
+    EXPECT_NE(std::find(blocks.begin(), blocks.end(), p), blocks.end());
+    pool.deallocate(p, kBytes);
+  }
 }
 
 struct Counted {

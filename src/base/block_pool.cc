@@ -1,0 +1,103 @@
+#include "base/block_pool.h"
+
+#include <new>
+
+namespace kf {
+namespace {
+
+// The free blocks of one size a thread keeps.
+struct Shelf {
+  size_t bytes = 0;  // 0: unused
+  size_t n = 0;
+  void* blocks[BlockPool::kThreadKeep];
+};
+
+// A thread's shelves, made on its first use and deleted with their blocks
+// when it ends. After that (other thread-local objects dying later may
+// free blocks) t_ended sends everything to the pools.
+struct ThreadShelves {
+  Shelf* shelves = nullptr;
+  ~ThreadShelves();
+};
+
+thread_local bool t_ended = false;  // trivially destructible: valid all through exit
+thread_local ThreadShelves t_shelves;
+
+ThreadShelves::~ThreadShelves() {
+  t_ended = true;
+  if (shelves == nullptr) return;
+  for (size_t i = 0; i < BlockPool::kThreadSizes; ++i) {
+    for (size_t j = 0; j < shelves[i].n; ++j) ::operator delete(shelves[i].blocks[j]);
+  }
+  delete[] shelves;
+}
+
+// The calling thread's shelf for `bytes` (taken if `make` and a shelf is
+// unused), or null: nothing kept, the thread is ending, or every shelf
+// holds another size.
+Shelf* shelf_for(size_t bytes, bool make) {
+  if (!kKeepMemory || t_ended) return nullptr;
+  ThreadShelves& ts = t_shelves;
+  if (ts.shelves == nullptr) {
+    if (!make) return nullptr;
+    ts.shelves = new Shelf[BlockPool::kThreadSizes];
+  }
+  for (size_t i = 0; i < BlockPool::kThreadSizes; ++i) {
+    Shelf& s = ts.shelves[i];
+    if (s.bytes == bytes) return &s;
+    if (s.bytes == 0) {
+      if (!make) return nullptr;
+      s.bytes = bytes;
+      return &s;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+BlockPool::~BlockPool() {
+  for (void* p : free_) ::operator delete(p);
+}
+
+void* BlockPool::allocate(size_t bytes) {
+  if (Shelf* s = shelf_for(bytes, false); s != nullptr && s->n > 0) return s->blocks[--s->n];
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (bytes_ == 0) bytes_ = bytes;
+    if (bytes == bytes_ && !free_.empty()) {
+      void* p = free_.back();
+      free_.pop_back();
+      return p;
+    }
+  }
+  return ::operator new(bytes);
+}
+
+void BlockPool::deallocate(void* p, size_t bytes) {
+  if (Shelf* s = shelf_for(bytes, true); s != nullptr && s->n < kThreadKeep) {
+    s->blocks[s->n++] = p;
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (bytes_ == 0) bytes_ = bytes;  // (a thread's blocks served its first allocations)
+    if (bytes == bytes_ && free_.size() < keep_) {
+      free_.push_back(p);
+      return;
+    }
+  }
+  ::operator delete(p);
+}
+
+size_t BlockPool::kept() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return free_.size();
+}
+
+size_t BlockPool::thread_kept(size_t bytes) {
+  Shelf* s = shelf_for(bytes, false);
+  return s != nullptr ? s->n : 0;
+}
+
+}  // namespace kf

@@ -1,0 +1,101 @@
+// PointerSet: a set of pointers whose lookups take no lock.
+//
+// For the handles every API call validates (a communicator's, on each
+// submission): a mutex there costs two atomic instructions per call and
+// makes every submitting thread of the process meet on one cache line.
+// Lookups read an open-addressed table of atomic slots; insertions and
+// erasures take the set's mutex. An erased slot becomes a tombstone, never
+// empty again, so a lookup that meets an empty slot has passed every slot
+// its pointer could be in (after many erasures a lookup of a non-member
+// may read every slot: a rejected handle's cost). Beyond kSlots / 2
+// members, members go to an overflow set under the mutex (lookups that
+// miss the table read it only while it is not empty).
+//
+// A lookup racing an insertion or erasure of the same pointer sees either
+// side; the caller's own ordering (a handle is used after it was made)
+// does the rest.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <unordered_set>
+
+namespace kf {
+
+template <typename T>
+class PointerSet {
+ public:
+  static constexpr size_t kSlots = 1024;  // a power of two
+
+  // Inserts `p` (not null); false if it is a member already.
+  bool insert(T* p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (find_locked(p)) return false;
+    if (members_ < kSlots / 2) {
+      for (size_t i = 0, s = home(p); i < kSlots; ++i, s = (s + 1) & (kSlots - 1)) {
+        uintptr_t v = slots_[s].load(std::memory_order_relaxed);
+        if (v == kEmpty || v == kTomb) {
+          slots_[s].store(reinterpret_cast<uintptr_t>(p), std::memory_order_release);
+          ++members_;
+          return true;
+        }
+      }
+    }
+    overflow_.insert(p);
+    overflow_size_.store(overflow_.size(), std::memory_order_release);
+    return true;
+  }
+
+  // Erases `p`; false if it was not a member.
+  bool erase(T* p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (std::atomic<uintptr_t>* slot = slot_of(p)) {
+      slot->store(kTomb, std::memory_order_release);
+      --members_;
+      return true;
+    }
+    if (overflow_.erase(p) == 0) return false;
+    overflow_size_.store(overflow_.size(), std::memory_order_release);
+    return true;
+  }
+
+  // Whether `p` is a member (false for null). No lock unless the overflow
+  // set is in use.
+  bool contains(T* p) const {
+    if (p == nullptr) return false;
+    if (slot_of(p) != nullptr) return true;
+    if (overflow_size_.load(std::memory_order_acquire) == 0) return false;
+    std::lock_guard<std::mutex> lock(mu_);
+    return find_locked(p);
+  }
+
+ private:
+  static constexpr uintptr_t kEmpty = 0;
+  static constexpr uintptr_t kTomb = 1;  // no object lives at address 1
+
+  static size_t home(const T* p) {
+    uint64_t h = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p)) * 0x9e3779b97f4a7c15ull;
+    return static_cast<size_t>(h >> 40) & (kSlots - 1);
+  }
+  // The slot holding `p`, or null.
+  std::atomic<uintptr_t>* slot_of(const T* p) const {
+    const uintptr_t want = reinterpret_cast<uintptr_t>(p);
+    for (size_t i = 0, s = home(p); i < kSlots; ++i, s = (s + 1) & (kSlots - 1)) {
+      uintptr_t v = slots_[s].load(std::memory_order_acquire);
+      if (v == want) return &slots_[s];
+      if (v == kEmpty) return nullptr;
+    }
+    return nullptr;
+  }
+  bool find_locked(T* p) const { return slot_of(p) != nullptr || overflow_.count(p) != 0; }
+
+  mutable std::atomic<uintptr_t> slots_[kSlots] = {};
+  mutable std::mutex mu_;
+  size_t members_ = 0;               // in slots_ (mu_)
+  std::unordered_set<T*> overflow_;  // mu_
+  std::atomic<size_t> overflow_size_{0};
+};
+
+}  // namespace kf
