@@ -24,10 +24,12 @@
 
 namespace kf {
 
-template <typename T>
+// `Slots`: a power of two.
+template <typename T, size_t Slots = 1024>
 class PointerSet {
  public:
-  static constexpr size_t kSlots = 1024;  // a power of two
+  static constexpr size_t kSlots = Slots;
+  static_assert(kSlots >= 2 && (kSlots & (kSlots - 1)) == 0, "a power of two");
 
   // Inserts `p` (not null); false if it is a member already.
   bool insert(T* p) {
@@ -77,7 +79,7 @@ class PointerSet {
 
   static size_t home(const T* p) {
     uint64_t h = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p)) * 0x9e3779b97f4a7c15ull;
-    return static_cast<size_t>(h >> 40) & (kSlots - 1);
+    return static_cast<size_t>(h >> 32) & (kSlots - 1);
   }
   // The slot holding `p`, or null.
   std::atomic<uintptr_t>* slot_of(const T* p) const {

@@ -56,17 +56,16 @@ bool AsyncRequest::done() const {
 }
 
 Status AsyncRequest::status() const {
-  if (done()) return status_;  // written once, before done_ was released
-  std::lock_guard<std::mutex> lock(mu_);
-  return status_;
+  // Written once, before done_ was released; until then finish() may be
+  // writing it.
+  return done() ? status_ : Status();
 }
 
 void AsyncRequest::wait(const std::function<bool()>& help) {
   while (!done() && help && help()) {
   }
   if (done()) return;
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [this] { return done_.load(std::memory_order_relaxed); });
+  sleep_until([] { return false; });
 }
 
 void AsyncRequest::flush_held() {
@@ -87,10 +86,11 @@ std::shared_ptr<AsyncRequest> AsyncRequest::make() {
 }
 
 void AsyncRequest::finish(const Status& st) {
-  {
+  status_ = st;
+  done_.store(true);  // after status_: done() and status() need no lock
+  // No lock unless a thread sleeps in wait() (most waiters drive instead).
+  if (sleepers_.load() > 0) {
     std::lock_guard<std::mutex> lock(mu_);
-    status_ = st;
-    done_.store(true, std::memory_order_release);  // after status_: done() needs no lock
     cv_.notify_all();
   }
   AnyCompletion::signal();
@@ -289,7 +289,7 @@ void AsyncEngine::emit_event(AsyncEvent::Type type, const std::string& name, uin
 
 // ---- submission -----------------------------------------------------------
 
-Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out) {
+Status AsyncEngine::submit(AsyncOpSpec&& spec, std::shared_ptr<AsyncRequest>* out) {
   // The lane checks its own health (on_broken() reaches it).
   if (lane_ && AsyncLane::accepts(spec)) return submit_to_lane(std::move(spec), out);
   {
@@ -488,7 +488,7 @@ Status AsyncEngine::submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out)
   return Status::ok();
 }
 
-Status AsyncEngine::submit_to_lane(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out) {
+Status AsyncEngine::submit_to_lane(AsyncOpSpec&& spec, std::shared_ptr<AsyncRequest>* out) {
   const uint64_t name_hash = hash_name(spec.name.data(), spec.name.size());
   std::shared_ptr<AsyncRequest> req = *out ? *out : AsyncRequest::make();
   req->lane_ = true;

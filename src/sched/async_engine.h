@@ -219,12 +219,26 @@ class AsyncRequest {
   friend class AsyncEngine;
   friend class AsyncLane;
   void finish(const Status& st);
+  // Sleeps on cv_ until done or `woken()` (read under mu_), counted in
+  // sleepers_: finish() reads sleepers_ after it sets done_ (both
+  // sequentially consistent), so either it sees this sleeper and notifies
+  // under mu_, or this sleeper sees done_.
+  template <typename Woken>
+  void sleep_until(Woken woken) {
+    sleepers_.fetch_add(1);
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return woken() || done_.load(); });
+    }
+    sleepers_.fetch_sub(1);
+  }
   AsyncOp* op_ = nullptr;  // while pending; guarded by the engine's mutex
   bool lane_ = false;      // runs on the shared-memory lane (set before it is shared)
   mutable std::mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable cv_;    // sleep_until() sleeps here (mu_)
+  std::atomic<int> sleepers_{0};  // threads in sleep_until()
   std::atomic<bool> done_{false};
-  Status status_;
+  Status status_;              // written by finish() only, before done_
   std::weak_ptr<Fuser> held_;  // see flush_held(); guarded by mu_
   // Set with held_ (by the submitting thread, before the handle is handed
   // out): flush_held() of every other request takes no lock.
@@ -253,7 +267,7 @@ class AsyncEngine {
   // Submits one operation. If *out is set it becomes the operation's
   // completion state, else a new one is made; on success *out is that state
   // (the op may already be complete, e.g. on a single rank).
-  Status submit(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out);
+  Status submit(AsyncOpSpec&& spec, std::shared_ptr<AsyncRequest>* out);
 
   // Waits until `req` is done (kf_request_wait). The calling thread runs
   // what it can meanwhile (help()); when there is nothing, it parks, and
@@ -342,7 +356,7 @@ class AsyncEngine {
   // operation's life: submission in async_engine.cc, admission and control
   // frames in async_schedule.cc, workers and waiters in async_wait.cc,
   // completion in async_finish.cc, fused operations in async_fused.cc.
-  Status submit_to_lane(AsyncOpSpec spec, std::shared_ptr<AsyncRequest>* out);
+  Status submit_to_lane(AsyncOpSpec&& spec, std::shared_ptr<AsyncRequest>* out);
   void admit_locked(std::vector<AsyncPartition*>* starts);
   AsyncPartition* admissible_locked();
   void force_locked(AsyncOp* op, uint32_t index);

@@ -21,8 +21,6 @@
 namespace kf {
 namespace {
 
-// At most this many nodes of finished entries are kept for reuse, per table.
-constexpr size_t kNodePool = 64;
 // A tiny operation whose records are all in completes on the spot only this
 // long before its deadline: more than a tick of the coarse clock the stamps
 // and the check use (1-10 ms), so that a withdrawal, which comes after the
@@ -85,8 +83,9 @@ LaneRecord AsyncLane::record_of(const LaneOp& op) const {
 
 // ---- submission -----------------------------------------------------------
 
-void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint64_t partition_bytes,
-                       const std::vector<int>& foreign, const std::shared_ptr<AsyncRequest>& req) {
+void AsyncLane::submit(AsyncOpSpec&& spec, uint64_t name_hash, uint64_t seq,
+                       uint64_t partition_bytes, const std::vector<int>& foreign,
+                       const std::shared_ptr<AsyncRequest>& req) {
   auto op = std::allocate_shared<LaneOp>(PoolAllocator<LaneOp>(&op_pool_), std::move(spec));
   const size_t es = dtype_size(op->spec.dtype);
   const uint64_t pbytes = op->spec.partition_bytes > 0 ? op->spec.partition_bytes : partition_bytes;
@@ -176,24 +175,10 @@ void AsyncLane::submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint6
   if (deferred) thread_timer_.ring();  // or the lane thread
 }
 
-// Into ops_ (a kept node if there is one), counted as unready. False if an
-// operation with its key is pending already.
+// Into ops_, counted as unready. False if an operation with its key is
+// pending already.
 bool AsyncLane::insert_locked(const std::shared_ptr<LaneOp>& op) {
-  bool inserted;
-  if (op_nodes_.empty()) {
-    inserted = ops_.emplace(op->key(), op).second;
-  } else {
-    OpMap::node_type node = std::move(op_nodes_.back());
-    op_nodes_.pop_back();
-    node.key() = op->key();
-    node.mapped() = op;
-    auto r = ops_.insert(std::move(node));
-    inserted = r.inserted;
-    if (!inserted) {
-      r.node.mapped().reset();
-      op_nodes_.push_back(std::move(r.node));
-    }
-  }
+  const bool inserted = ops_.emplace(op->key(), op).second;
   if (inserted) ++unready_;
   return inserted;
 }
@@ -285,21 +270,14 @@ void AsyncLane::take_finished_locked(Done* done) {
 void AsyncLane::match_record_locked(int local, const LaneRecord& r) {
   const OpKey key{r.name_hash, r.seq};
   if (!forgotten_.empty() && forgotten_.count(key) > 0) return;  // it failed here already
-  auto it = matches_.find(key);
-  if (it == matches_.end()) {
-    if (match_nodes_.empty()) {
-      Match fresh;
-      fresh.rec.resize(static_cast<size_t>(n_));
-      fresh.have.assign(static_cast<size_t>(n_), 0);
-      it = matches_.emplace(key, std::move(fresh)).first;
-    } else {
-      MatchMap::node_type node = std::move(match_nodes_.back());
-      match_nodes_.pop_back();
-      node.key() = key;
-      it = matches_.insert(std::move(node)).position;
-    }
+  auto claimed = matches_.claim(key);
+  Match& m = claimed.first->second;
+  if (claimed.second &&
+      m.have.size() != static_cast<size_t>(n_)) {  // (else a finished one's, reset)
+    m.rec.resize(static_cast<size_t>(n_));
+    m.have.assign(static_cast<size_t>(n_), 0);
+    m.count = 0;
   }
-  Match& m = it->second;
   if (!m.have[static_cast<size_t>(local)]) {
     m.have[static_cast<size_t>(local)] = 1;
     // (Without the payload's line unless in use: a record is copied twice
@@ -432,17 +410,12 @@ void AsyncLane::run_tiny(const LaneEntry& e, Done* done) {
   reduce_tiny_locked(it->second.get(), mit, done);
 }
 
-// Keeps the node of a finished match, with its record storage, for the next.
+// A finished match leaves its record storage, reset, for the next.
 void AsyncLane::erase_match_locked(MatchMap::iterator it) {
-  if (match_nodes_.size() >= kNodePool) {
-    matches_.erase(it);
-    return;
-  }
-  MatchMap::node_type node = matches_.extract(it);
-  Match& m = node.mapped();
+  Match& m = it->second;
   std::fill(m.have.begin(), m.have.end(), 0);
   m.count = 0;
-  match_nodes_.push_back(std::move(node));
+  matches_.erase(it);
 }
 
 // `key` failed here before every rank's record was read (a withdrawal, or a
@@ -476,11 +449,11 @@ void AsyncLane::foreign_failed_locked(const std::shared_ptr<LaneOp>& op) {
 // Ranks (local indices, which are the ranks: every rank is local) whose
 // record of the operation has not been read.
 std::string AsyncLane::missing_locked(uint64_t name_hash, uint64_t seq) const {
-  auto it = matches_.find({name_hash, seq});
+  const Match* m = matches_.get({name_hash, seq});
   std::string out;
   for (int j = 0; j < n_; ++j) {
     // (This rank submitted it: its record may still wait to be published.)
-    if (j == me_ || (it != matches_.end() && it->second.have[static_cast<size_t>(j)])) continue;
+    if (j == me_ || (m != nullptr && m->have[static_cast<size_t>(j)])) continue;
     out += (out.empty() ? "" : ", ") + std::to_string(j);
   }
   return out;
@@ -498,11 +471,7 @@ void AsyncLane::end_locked(LaneOp* op, const Status& st, Done* done) {
     --unready_;
   }
   done->push_back(std::move(it->second));
-  if (op_nodes_.size() >= kNodePool) {
-    ops_.erase(it);
-  } else {
-    op_nodes_.push_back(ops_.extract(it));  // its pointer was moved out
-  }
+  ops_.erase(it);
 }
 
 void AsyncLane::complete(const Done& done) {

@@ -99,7 +99,6 @@
 #include <set>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -107,6 +106,7 @@
 #include "base/block_pool.h"
 #include "base/deadline.h"
 #include "base/latest_keys.h"
+#include "base/pair_map.h"
 #include "base/status.h"
 #include "base/wake_timer.h"
 #include "sched/async_engine.h"
@@ -157,7 +157,7 @@ class AsyncLane {
   // whose signature frame for this name and sequence already arrived (they
   // ran something else under it: a mismatch). `partition_bytes`: the
   // engine's partition size.
-  void submit(AsyncOpSpec spec, uint64_t name_hash, uint64_t seq, uint64_t partition_bytes,
+  void submit(AsyncOpSpec&& spec, uint64_t name_hash, uint64_t seq, uint64_t partition_bytes,
               const std::vector<int>& foreign, const std::shared_ptr<AsyncRequest>& req);
 
   // (name_hash, seq) failed on the message path here: the records peers
@@ -199,8 +199,9 @@ class AsyncLane {
   };
   using Done = std::vector<std::shared_ptr<LaneOp>>;
   using KeyHash = U64PairHash;
-  using MatchMap = std::unordered_map<OpKey, Match, KeyHash>;
-  using OpMap = std::unordered_map<OpKey, std::shared_ptr<LaneOp>, KeyHash>;
+  // A finished match's record storage stays in the table for the next.
+  using MatchMap = PairMap<Match, /*Recycle=*/true>;
+  using OpMap = PairMap<std::shared_ptr<LaneOp>>;
 
   bool step();
   void ingest_locked();
@@ -275,13 +276,11 @@ class AsyncLane {
   std::atomic<bool> dirty_{true};
 
   mutable std::mutex mu_;
+  // The two tables (base/pair_map.h: an erasure or insertion moves other
+  // entries, so find again after either). Neither allocates per operation.
   OpMap ops_;         // pending here
   size_t unready_ = 0;  // of ops_, those not ready (every rank's record not in yet)
-  MatchMap matches_;  // records seen, by operation
-  // Nodes of finished entries of the two tables, kept for reuse (with a
-  // match's record storage): no allocation per operation.
-  std::vector<OpMap::node_type> op_nodes_;
-  std::vector<MatchMap::node_type> match_nodes_;
+  MatchMap matches_;    // records seen, by operation
   ReadyQueue<LaneOp> ready_;
   // Withdrawn before this rank submitted them (the latest kForgotten: one
   // submitted later than that waits for its own timeout instead).

@@ -73,10 +73,7 @@ bool AsyncEngine::park(const std::shared_ptr<AsyncRequest>& req, AsyncPartition*
     }
     parked_.push_back(&me);
   }
-  {
-    std::unique_lock<std::mutex> lock(req->mu_);
-    req->cv_.wait(lock, [&] { return me.handed || req->done_.load(std::memory_order_relaxed); });
-  }
+  req->sleep_until([&] { return me.handed; });  // (handed under req->mu_)
   {
     // Handing happens under mu_ and unregisters the waiter: once this
     // thread is off the list, nobody hands it anything more.

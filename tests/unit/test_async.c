@@ -195,6 +195,35 @@ static void test_request_args(void** state) {
   assert_string_equal(kf_request_error(NULL), "");
 }
 
+/* A freed handle is rejected, by every call, while no new request reuses
+ * its memory; and so is a destroyed communicator. */
+static void test_freed_handles(void** state) {
+  (void)state;
+  kf_comm_t comm = make_comm();
+  int32_t x = 3, y = 0;
+  kf_request_t r = NULL, many[2100];
+  assert_int_equal(kf_iall_reduce(comm, "f", &x, &y, 1, KF_INT32, KF_SUM, NULL, &r), KF_SUCCESS);
+  assert_int_equal(kf_request_wait(r), KF_SUCCESS);
+  assert_int_equal(y, 3);
+  assert_int_equal(kf_request_free(r), KF_SUCCESS);
+  assert_int_equal(kf_request_free(r), KF_ERR_INVALID_ARGUMENT);
+  assert_int_equal(kf_request_test(r), KF_ERR_INVALID_ARGUMENT);
+  assert_int_equal(kf_request_wait(r), KF_ERR_INVALID_ARGUMENT);
+  assert_int_equal(kf_request_wait_all(1, &r), KF_ERR_INVALID_ARGUMENT);
+  /* More live handles than the lock-free table holds (2048): all still found. */
+  for (int i = 0; i < 2100; ++i) {
+    assert_int_equal(kf_iall_reduce(comm, "m", &x, &y, 1, KF_INT32, KF_SUM, NULL, &many[i]),
+                     KF_SUCCESS);
+  }
+  assert_int_equal(kf_request_wait_all(2100, many), KF_SUCCESS);
+  for (int i = 0; i < 2100; ++i) assert_int_equal(kf_request_free(many[i]), KF_SUCCESS);
+  for (int i = 0; i < 2100; ++i)
+    assert_int_equal(kf_request_test(many[i]), KF_ERR_INVALID_ARGUMENT);
+  assert_int_equal(kf_comm_destroy(comm), KF_SUCCESS);
+  assert_int_equal(kf_iall_reduce(comm, "g", &x, &y, 1, KF_INT32, KF_SUM, NULL, &r),
+                   KF_ERR_INVALID_ARGUMENT);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_names, setup, teardown),
@@ -202,6 +231,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_one_rank_ops, setup, teardown),
       cmocka_unit_test_setup_teardown(test_callback_chain, setup, teardown),
       cmocka_unit_test(test_request_args),
+      cmocka_unit_test(test_freed_handles),
   };
   return cmocka_run_group_tests_name("async", tests, NULL, NULL);
 }
