@@ -100,16 +100,17 @@ AsyncOpSpec spec_of(const char* name, uint32_t kind, const void* send, void* rec
   return s;
 }
 
-// `rest`: the requests the caller waits for next (kf_request_wait_all).
-Status wait_one(kf_request* r, const WaitRest& rest = WaitRest()) {
+// Its status code; `rest`: the requests the caller waits for next
+// (kf_request_wait_all).
+kf_status_t wait_one(kf_request* r, const WaitRest& rest = WaitRest()) {
   if (r->state->done()) {
     r->state->flush_held();
   } else {
     r->engine->wait(r->state, rest);
   }
-  Status st = r->state->status();
+  const Status& st = r->state->status();
   if (!st.is_ok() && is_live(r->comm)) fail(r->comm, st);
-  return st;
+  return st.code();
 }
 
 // Runs `body` (returning a kf_status_t) so that no exception reaches the C
@@ -155,11 +156,11 @@ extern "C" {
 
 // Each entry point: request pointer cleared, arguments checked as for the
 // blocking call, then submitted.
-#define KF_ASYNC_PROLOGUE(call)                                       \
-  if (req != nullptr) *req = nullptr;                                 \
-  Check c(call, comm);                                                \
-  c.comm();                                                           \
-  KF_RETURN_IF_ERROR(c.status());                                     \
+#define KF_ASYNC_PROLOGUE(call)       \
+  if (req != nullptr) *req = nullptr; \
+  Check c(call, comm);                \
+  c.comm();                           \
+  if (!c.ok()) return c.status();     \
   KF_RETURN_IF_ERROR(kf::api::check_name(call, name))
 
 KF_API kf_status_t kf_iall_reduce(kf_comm_t comm, const char* name, const void* sendbuf,
@@ -170,7 +171,7 @@ KF_API kf_status_t kf_iall_reduce(kf_comm_t comm, const char* name, const void* 
   return guarded(comm, [&]() -> Status {
     KF_ASYNC_PROLOGUE("kf_iall_reduce");
     c.dtype(dt).op(op).count(count, dt).buffer(sendbuf, "sendbuf", count).buffer(recvbuf, "recvbuf", count);
-    KF_RETURN_IF_ERROR(c.status());
+    if (!c.ok()) return c.status();
     return kf::api::submit("kf_iall_reduce", comm,
                            kf::api::spec_of(name, kf::kAllReduce, sendbuf, recvbuf, count, dt, op, -1),
                            opts, req);
@@ -184,9 +185,9 @@ KF_API kf_status_t kf_ibroadcast(kf_comm_t comm, const char* name, const void* s
   return guarded(comm, [&]() -> Status {
     KF_ASYNC_PROLOGUE("kf_ibroadcast");
     c.dtype(dt).count(count, dt).root(root);
-    KF_RETURN_IF_ERROR(c.status());
+    if (!c.ok()) return c.status();
     c.buffer(sendbuf, "sendbuf (on root)", count, comm->impl->rank() == root).buffer(recvbuf, "recvbuf", count);
-    KF_RETURN_IF_ERROR(c.status());
+    if (!c.ok()) return c.status();
     return kf::api::submit("kf_ibroadcast", comm,
                            kf::api::spec_of(name, kf::kBroadcast, sendbuf, recvbuf, count, dt, -1, root),
                            opts, req);
@@ -201,9 +202,9 @@ KF_API kf_status_t kf_ireduce(kf_comm_t comm, const char* name, const void* send
   return guarded(comm, [&]() -> Status {
     KF_ASYNC_PROLOGUE("kf_ireduce");
     c.dtype(dt).op(op).count(count, dt).root(root);
-    KF_RETURN_IF_ERROR(c.status());
+    if (!c.ok()) return c.status();
     c.buffer(sendbuf, "sendbuf", count).buffer(recvbuf, "recvbuf (on root)", count, comm->impl->rank() == root);
-    KF_RETURN_IF_ERROR(c.status());
+    if (!c.ok()) return c.status();
     return kf::api::submit("kf_ireduce", comm,
                            kf::api::spec_of(name, kf::kReduce, sendbuf, recvbuf, count, dt, op, root),
                            opts, req);
@@ -212,20 +213,20 @@ KF_API kf_status_t kf_ireduce(kf_comm_t comm, const char* name, const void* send
 
 // The block kinds: `count` per rank, buffers of size * count on the side
 // that holds all blocks.
-#define KF_ASYNC_BLOCKS(call, kind, send_n, recv_n, send_needed, recv_needed, OPV, ROOTV)  \
-  return guarded(comm, [&]() -> Status {                                               \
-    KF_ASYNC_PROLOGUE(call);                                                           \
-    uint64_t n = static_cast<uint64_t>(comm->impl->size());                            \
-    c.dtype(dt).count(count, dt, n);                                                   \
-    if ((OPV) >= 0) c.op(OPV);                                                         \
-    if (kind == kf::kGather || kind == kf::kScatter) c.root(ROOTV);                    \
-    KF_RETURN_IF_ERROR(c.status());                                                    \
-    c.buffer(sendbuf, "sendbuf", (send_n), (send_needed))                              \
-        .buffer(recvbuf, "recvbuf", (recv_n), (recv_needed));                          \
-    KF_RETURN_IF_ERROR(c.status());                                                    \
-    return kf::api::submit(call, comm,                                                 \
+#define KF_ASYNC_BLOCKS(call, kind, send_n, recv_n, send_needed, recv_needed, OPV, ROOTV)         \
+  return guarded(comm, [&]() -> Status {                                                          \
+    KF_ASYNC_PROLOGUE(call);                                                                      \
+    uint64_t n = static_cast<uint64_t>(comm->impl->size());                                       \
+    c.dtype(dt).count(count, dt, n);                                                              \
+    if ((OPV) >= 0) c.op(OPV);                                                                    \
+    if (kind == kf::kGather || kind == kf::kScatter) c.root(ROOTV);                               \
+    if (!c.ok()) return c.status();                                                               \
+    c.buffer(sendbuf, "sendbuf", (send_n), (send_needed))                                         \
+        .buffer(recvbuf, "recvbuf", (recv_n), (recv_needed));                                     \
+    if (!c.ok()) return c.status();                                                               \
+    return kf::api::submit(call, comm,                                                            \
                            kf::api::spec_of(name, kind, sendbuf, recvbuf, count, dt, OPV, ROOTV), \
-                           opts, req);                                                 \
+                           opts, req);                                                            \
   })
 
 KF_API kf_status_t kf_iall_gather(kf_comm_t comm, const char* name, const void* sendbuf,
@@ -294,7 +295,7 @@ KF_API kf_status_t kf_request_wait(kf_request_t req) {
     if (kf::in_completion_callback() && !req->state->done()) {
       return kf::api::refuse_wait_in_callback("kf_request_wait", req);
     }
-    return kf::api::wait_one(req).code();
+    return kf::api::wait_one(req);
   });
 }
 
@@ -314,7 +315,7 @@ KF_API kf_status_t kf_request_wait_any(size_t n, const kf_request_t* reqs, size_
       for (size_t i = 0; i < n; ++i) {
         if (reqs[i] != nullptr && reqs[i]->state->done()) {
           *index = i;
-          return kf::api::wait_one(reqs[i]).code();
+          return kf::api::wait_one(reqs[i]);
         }
       }
       // None complete: inside a callback it may not wait.
@@ -368,7 +369,7 @@ KF_API kf_status_t kf_request_wait_all(size_t n, const kf_request_t* reqs) {
     for (size_t i = 0; i < last; ++i) {
       if (reqs[i] == nullptr) continue;
       const kf::WaitRest rest{states.data() + i + 1, n - i - 1};
-      kf_status_t st = kf::api::wait_one(reqs[i], rest).code();
+      kf_status_t st = kf::api::wait_one(reqs[i], rest);
       if (first == KF_SUCCESS) first = st;
     }
     return first;

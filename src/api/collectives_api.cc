@@ -20,7 +20,7 @@ KF_API kf_status_t kf_all_reduce(kf_comm_t comm, const void* sendbuf, void* recv
   return guarded(comm, [&]() -> Status {
     Check c("kf_all_reduce", comm);
     c.comm().dtype(dtype_raw).op(op_raw).count(count, dtype_raw).buffer(sendbuf, "sendbuf", count).buffer(recvbuf, "recvbuf", count);
-    KF_RETURN_IF_ERROR(c.status());
+    if (!c.ok()) return c.status();
     return comm->impl->all_reduce(sendbuf, recvbuf, count, kf_dtype_t(dtype_raw), kf_op_t(op_raw));
   });
 }
@@ -31,9 +31,9 @@ KF_API kf_status_t kf_broadcast(kf_comm_t comm, const void* sendbuf, void* recvb
   return guarded(comm, [&]() -> Status {
     Check c("kf_broadcast", comm);
     c.comm().dtype(dtype_raw).count(count, dtype_raw).root(root);
-    KF_RETURN_IF_ERROR(c.status());
+    if (!c.ok()) return c.status();
     c.buffer(sendbuf, "sendbuf (on root)", count, comm->impl->rank() == root).buffer(recvbuf, "recvbuf", count);
-    KF_RETURN_IF_ERROR(c.status());
+    if (!c.ok()) return c.status();
     return comm->impl->broadcast(sendbuf, recvbuf, count, kf_dtype_t(dtype_raw), root);
   });
 }
@@ -45,9 +45,9 @@ KF_API kf_status_t kf_reduce(kf_comm_t comm, const void* sendbuf, void* recvbuf,
   return guarded(comm, [&]() -> Status {
     Check c("kf_reduce", comm);
     c.comm().dtype(dtype_raw).op(op_raw).count(count, dtype_raw).root(root);
-    KF_RETURN_IF_ERROR(c.status());
+    if (!c.ok()) return c.status();
     c.buffer(sendbuf, "sendbuf", count).buffer(recvbuf, "recvbuf (on root)", count, comm->impl->rank() == root);
-    KF_RETURN_IF_ERROR(c.status());
+    if (!c.ok()) return c.status();
     return comm->impl->reduce(sendbuf, recvbuf, count, kf_dtype_t(dtype_raw), kf_op_t(op_raw), root);
   });
 }
@@ -58,10 +58,10 @@ KF_API kf_status_t kf_all_gather(kf_comm_t comm, const void* sendbuf, void* recv
   return guarded(comm, [&]() -> Status {
     Check c("kf_all_gather", comm);
     c.comm();
-    KF_RETURN_IF_ERROR(c.status());
+    if (!c.ok()) return c.status();
     uint64_t n = static_cast<uint64_t>(comm->impl->size());
     c.dtype(dtype_raw).count(sendcount, dtype_raw, n).buffer(sendbuf, "sendbuf", sendcount).buffer(recvbuf, "recvbuf", sendcount);
-    KF_RETURN_IF_ERROR(c.status());
+    if (!c.ok()) return c.status();
     return comm->impl->all_gather(sendbuf, recvbuf, sendcount, kf_dtype_t(dtype_raw));
   });
 }
@@ -73,10 +73,10 @@ KF_API kf_status_t kf_reduce_scatter(kf_comm_t comm, const void* sendbuf, void* 
   return guarded(comm, [&]() -> Status {
     Check c("kf_reduce_scatter", comm);
     c.comm();
-    KF_RETURN_IF_ERROR(c.status());
+    if (!c.ok()) return c.status();
     uint64_t n = static_cast<uint64_t>(comm->impl->size());
     c.dtype(dtype_raw).op(op_raw).count(recvcount, dtype_raw, n).buffer(sendbuf, "sendbuf", recvcount).buffer(recvbuf, "recvbuf", recvcount);
-    KF_RETURN_IF_ERROR(c.status());
+    if (!c.ok()) return c.status();
     return comm->impl->reduce_scatter(sendbuf, recvbuf, recvcount, kf_dtype_t(dtype_raw), kf_op_t(op_raw));
   });
 }
@@ -87,10 +87,10 @@ KF_API kf_status_t kf_all_to_all(kf_comm_t comm, const void* sendbuf, void* recv
   return guarded(comm, [&]() -> Status {
     Check c("kf_all_to_all", comm);
     c.comm();
-    KF_RETURN_IF_ERROR(c.status());
+    if (!c.ok()) return c.status();
     uint64_t n = static_cast<uint64_t>(comm->impl->size());
     c.dtype(dtype_raw).count(count, dtype_raw, n).buffer(sendbuf, "sendbuf", count).buffer(recvbuf, "recvbuf", count);
-    KF_RETURN_IF_ERROR(c.status());
+    if (!c.ok()) return c.status();
     return comm->impl->all_to_all(sendbuf, recvbuf, count, kf_dtype_t(dtype_raw));
   });
 }
@@ -101,12 +101,12 @@ KF_API kf_status_t kf_gather(kf_comm_t comm, const void* sendbuf, void* recvbuf,
   return guarded(comm, [&]() -> Status {
     Check c("kf_gather", comm);
     c.comm();
-    KF_RETURN_IF_ERROR(c.status());
+    if (!c.ok()) return c.status();
     uint64_t n = static_cast<uint64_t>(comm->impl->size());
     c.dtype(dtype_raw).count(sendcount, dtype_raw, n).root(root);
-    KF_RETURN_IF_ERROR(c.status());
+    if (!c.ok()) return c.status();
     c.buffer(sendbuf, "sendbuf", sendcount).buffer(recvbuf, "recvbuf (on root)", sendcount, comm->impl->rank() == root);
-    KF_RETURN_IF_ERROR(c.status());
+    if (!c.ok()) return c.status();
     return comm->impl->gather(sendbuf, recvbuf, sendcount, kf_dtype_t(dtype_raw), root);
   });
 }
@@ -117,12 +117,12 @@ KF_API kf_status_t kf_scatter(kf_comm_t comm, const void* sendbuf, void* recvbuf
   return guarded(comm, [&]() -> Status {
     Check c("kf_scatter", comm);
     c.comm();
-    KF_RETURN_IF_ERROR(c.status());
+    if (!c.ok()) return c.status();
     uint64_t n = static_cast<uint64_t>(comm->impl->size());
     c.dtype(dtype_raw).count(recvcount, dtype_raw, n).root(root);
-    KF_RETURN_IF_ERROR(c.status());
+    if (!c.ok()) return c.status();
     c.buffer(sendbuf, "sendbuf (on root)", recvcount, comm->impl->rank() == root).buffer(recvbuf, "recvbuf", recvcount);
-    KF_RETURN_IF_ERROR(c.status());
+    if (!c.ok()) return c.status();
     return comm->impl->scatter(sendbuf, recvbuf, recvcount, kf_dtype_t(dtype_raw), root);
   });
 }
@@ -141,9 +141,9 @@ KF_API kf_status_t kf_send(kf_comm_t comm, const void* buf, uint64_t count, kf_d
   return guarded(comm, [&]() -> Status {
     Check c("kf_send", comm);
     c.comm().dtype(dtype_raw).count(count, dtype_raw);
-    KF_RETURN_IF_ERROR(c.status());
+    if (!c.ok()) return c.status();
     c.peer(peer).buffer(buf, "buf", count);
-    KF_RETURN_IF_ERROR(c.status());
+    if (!c.ok()) return c.status();
     return comm->impl->send(buf, count, kf_dtype_t(dtype_raw), peer);
   });
 }
@@ -154,9 +154,9 @@ KF_API kf_status_t kf_recv(kf_comm_t comm, void* buf, uint64_t count, kf_dtype_t
   return guarded(comm, [&]() -> Status {
     Check c("kf_recv", comm);
     c.comm().dtype(dtype_raw).count(count, dtype_raw);
-    KF_RETURN_IF_ERROR(c.status());
+    if (!c.ok()) return c.status();
     c.peer(peer).buffer(buf, "buf", count);
-    KF_RETURN_IF_ERROR(c.status());
+    if (!c.ok()) return c.status();
     return comm->impl->recv(buf, count, kf_dtype_t(dtype_raw), peer);
   });
 }

@@ -67,7 +67,7 @@ Status sparse_request(const char* call, kf_comm* comm, const float* sendbuf, flo
       .count(count, KF_FLOAT32)
       .buffer(sendbuf, "sendbuf", count)
       .buffer(recvbuf, "recvbuf", count);
-  KF_RETURN_IF_ERROR(c.status());
+  if (!c.ok()) return c.status();
   const std::string who(call);
   if (op_raw != KF_SUM && op_raw != KF_AVG) {
     return invalid_argument(who + ": op must be KF_SUM or KF_AVG");
@@ -139,7 +139,7 @@ KF_API kf_status_t kf_pto(kf_comm_t comm, void* buf, uint64_t count, kf_dtype_t 
   return guarded(comm, [&]() -> Status {
     Check c("kf_pto", comm);
     c.comm().dtype(dtype_raw).op(op_raw).count(count, dtype_raw).buffer(buf, "buf", count);
-    KF_RETURN_IF_ERROR(c.status());
+    if (!c.ok()) return c.status();
     if (fn == nullptr) return kf::invalid_argument("kf_pto: fn is NULL");
     // A count of 0 still calls fn (with an empty shard) on every rank, so a
     // caller's per-step bookkeeping runs the same on all ranks; no data moves.

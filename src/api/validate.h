@@ -40,6 +40,8 @@ class Check {
   Check& buffer(const void* buf, const char* name, uint64_t count, bool needed = true);
 
   const Status& status() const { return status_; }
+  // Whether every check so far passed (then return status(): it says why).
+  bool ok() const { return status_.is_ok(); }
 
  private:
   Check& fail(const std::string& what);

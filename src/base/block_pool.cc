@@ -12,34 +12,40 @@ struct Shelf {
   void* blocks[BlockPool::kThreadKeep];
 };
 
-// A thread's shelves, made on its first use and deleted with their blocks
-// when it ends. After that (other thread-local objects dying later may
-// free blocks) t_ended sends everything to the pools.
+// A thread's shelves: made on its first deallocation, deleted with their
+// blocks when it ends (Cleanup). After that (other thread-local objects
+// dying later may free blocks) `ended` sends everything to the pools.
+// Trivial, so that reading it costs one thread-local access and no
+// initialisation check.
 struct ThreadShelves {
-  Shelf* shelves = nullptr;
-  ~ThreadShelves();
+  Shelf* shelves;
+  bool ended;
 };
-
-thread_local bool t_ended = false;  // trivially destructible: valid all through exit
 thread_local ThreadShelves t_shelves;
 
-ThreadShelves::~ThreadShelves() {
-  t_ended = true;
-  if (shelves == nullptr) return;
-  for (size_t i = 0; i < BlockPool::kThreadSizes; ++i) {
-    for (size_t j = 0; j < shelves[i].n; ++j) ::operator delete(shelves[i].blocks[j]);
+struct Cleanup {
+  ~Cleanup() {
+    ThreadShelves& ts = t_shelves;
+    ts.ended = true;
+    if (ts.shelves == nullptr) return;
+    for (size_t i = 0; i < BlockPool::kThreadSizes; ++i) {
+      for (size_t j = 0; j < ts.shelves[i].n; ++j) ::operator delete(ts.shelves[i].blocks[j]);
+    }
+    delete[] ts.shelves;
+    ts.shelves = nullptr;
   }
-  delete[] shelves;
-}
+};
 
 // The calling thread's shelf for `bytes` (taken if `make` and a shelf is
 // unused), or null: nothing kept, the thread is ending, or every shelf
 // holds another size.
 Shelf* shelf_for(size_t bytes, bool make) {
-  if (!kKeepMemory || t_ended) return nullptr;
+  if (!kKeepMemory) return nullptr;
   ThreadShelves& ts = t_shelves;
   if (ts.shelves == nullptr) {
-    if (!make) return nullptr;
+    if (!make || ts.ended) return nullptr;
+    static thread_local Cleanup cleanup;  // registered here, at the first shelves
+    (void)cleanup;
     ts.shelves = new Shelf[BlockPool::kThreadSizes];
   }
   for (size_t i = 0; i < BlockPool::kThreadSizes; ++i) {

@@ -55,10 +55,11 @@ bool AsyncRequest::done() const {
   return done_.load(std::memory_order_acquire);
 }
 
-Status AsyncRequest::status() const {
+const Status& AsyncRequest::status() const {
   // Written once, before done_ was released; until then finish() may be
   // writing it.
-  return done() ? status_ : Status();
+  static const Status* const pending = new Status();  // never destroyed: usable at exit
+  return done() ? status_ : *pending;
 }
 
 void AsyncRequest::wait(const std::function<bool()>& help) {

@@ -203,8 +203,8 @@ class AsyncRequest {
   // A new request, its memory from a process-wide pool (base/block_pool.h).
   static std::shared_ptr<AsyncRequest> make();
   bool done() const;
-  // Final status; valid once done().
-  Status status() const;
+  // Final status once done() (ok before; it does not change after).
+  const Status& status() const;
   // Its message; valid (and unchanging) once done().
   const std::string& message() const { return status_.message(); }
   // Waits until done. `help` is tried first (it runs this request's

@@ -30,7 +30,14 @@ StrategyOptions strategy_options_from_knobs() {
 
 const HostLayout& Communicator::host_layout() {
   // topology_ is complete once create() returned, and never changes.
-  std::call_once(layout_once_, [this] { layout_ = HostLayout::from_topology(topology_); });
+  // (The flag first: std::call_once costs two thread-local writes and a
+  // call each time, and every submission asks.)
+  if (!layout_ready_.load(std::memory_order_acquire)) {
+    std::call_once(layout_once_, [this] {
+      layout_ = HostLayout::from_topology(topology_);
+      layout_ready_.store(true, std::memory_order_release);
+    });
+  }
   return layout_;
 }
 

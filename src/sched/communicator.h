@@ -174,6 +174,7 @@ class Communicator {
   std::atomic<int> strategy_{static_cast<int>(strategy_from_knobs())};
   const StrategyOptions strategy_opts_ = strategy_options_from_knobs();
   std::once_flag layout_once_;
+  std::atomic<bool> layout_ready_{false};  // layout_ is made (host_layout())
   HostLayout layout_;
 };
 
