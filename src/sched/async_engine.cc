@@ -493,35 +493,25 @@ Status AsyncEngine::submit_to_lane(AsyncOpSpec&& spec, std::shared_ptr<AsyncRequ
   const uint64_t name_hash = hash_name(spec.name.data(), spec.name.size());
   std::shared_ptr<AsyncRequest> req = *out ? *out : AsyncRequest::make();
   req->lane_ = true;
-  uint64_t seq;
-  std::vector<int> foreign;  // ranks that sent a signature frame: another kind
+  AsyncLane::Intake intake;
   {
+    // Numbered and taken in by the lane under one lock: a peer's signature
+    // frame for it (on_control_frame(), under the same lock) finds it in
+    // the lane, or comes before it was numbered and is remembered.
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) {
       return aborted_error("the communicator is being destroyed: cannot run '" + spec.name + "'");
     }
-    seq = next_seq_[name_hash]++;
+    const uint64_t seq = next_seq_[name_hash]++;
+    std::vector<int> foreign;  // ranks that sent a signature frame: another kind
     auto rem = remembered_.find({name_hash, seq});
     if (rem != remembered_.end()) {
       foreign.assign(rem->second.submitted_by.begin(), rem->second.submitted_by.end());
       remembered_.erase(rem);
     }
-    lane_entering_.push_back({name_hash, seq});
+    lane_->take_in(std::move(spec), name_hash, seq, partition_bytes_.load(), foreign, req, &intake);
   }
-  lane_->submit(std::move(spec), name_hash, seq, partition_bytes_.load(), foreign, req);
-  {
-    // Signature frames that came while the lane took the operation in.
-    std::lock_guard<std::mutex> lock(mu_);
-    const OpKey key{name_hash, seq};
-    auto e = std::find(lane_entering_.begin(), lane_entering_.end(), key);
-    *e = lane_entering_.back();
-    lane_entering_.pop_back();
-    auto rem = remembered_.find(key);
-    if (rem != remembered_.end()) {
-      for (int src : rem->second.submitted_by) lane_->on_foreign_signature(src, name_hash, seq);
-      remembered_.erase(rem);
-    }
-  }
+  lane_->after_take_in(&intake);  // (completion callbacks: without the lock)
   *out = std::move(req);
   return Status::ok();
 }

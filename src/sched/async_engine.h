@@ -435,10 +435,6 @@ class AsyncEngine {
   uint64_t next_order_ = 0;
   std::map<OpKey, std::shared_ptr<AsyncOp>> pending_;
   std::map<OpKey, Remembered> remembered_;
-  // Lane operations numbered but not yet taken in by the lane: a peer's
-  // signature frame for one is kept in remembered_, not dropped as that of
-  // a finished operation (submit_to_lane() hands it on). Usually empty.
-  std::vector<OpKey> lane_entering_;
   std::set<QueueKey> ready_;  // confirmed operations with queued partitions
   uint32_t eager_running_ = 0;   // small partitions started at submission
   bool admit_task_queued_ = false;  // an admission task waits in runnable_

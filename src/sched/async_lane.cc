@@ -83,9 +83,9 @@ LaneRecord AsyncLane::record_of(const LaneOp& op) const {
 
 // ---- submission -----------------------------------------------------------
 
-void AsyncLane::submit(AsyncOpSpec&& spec, uint64_t name_hash, uint64_t seq,
-                       uint64_t partition_bytes, const std::vector<int>& foreign,
-                       const std::shared_ptr<AsyncRequest>& req) {
+void AsyncLane::take_in(AsyncOpSpec&& spec, uint64_t name_hash, uint64_t seq,
+                        uint64_t partition_bytes, const std::vector<int>& foreign,
+                        const std::shared_ptr<AsyncRequest>& req, Intake* intake) {
   auto op = std::allocate_shared<LaneOp>(PoolAllocator<LaneOp>(&op_pool_), std::move(spec));
   const size_t es = dtype_size(op->spec.dtype);
   const uint64_t pbytes = op->spec.partition_bytes > 0 ? op->spec.partition_bytes : partition_bytes;
@@ -103,8 +103,9 @@ void AsyncLane::submit(AsyncOpSpec&& spec, uint64_t name_hash, uint64_t seq,
   emit_(AsyncEvent::Type::kSubmit, op->spec.name, seq, 0, op->parts, op->spec.priority, bytes,
         Status::ok());
 
-  Done done;
-  bool deferred = false;
+  Done& done = intake->done;
+  bool& deferred = intake->deferred;
+  intake->foreign = !foreign.empty();
   {
     std::lock_guard<std::mutex> lock(mu_);
     op->order = next_order_++;
@@ -167,12 +168,15 @@ void AsyncLane::submit(AsyncOpSpec&& spec, uint64_t name_hash, uint64_t seq,
     }
   }
   dirty_.store(true);
-  if (deferred) shm_->ring(me_);               // a driver asleep on the bell takes them
-  if (!foreign.empty()) thread_timer_.ring();  // the lane thread sends the replies
-  complete(done);
-  if (!foreign.empty()) return;
+}
+
+void AsyncLane::after_take_in(Intake* intake) {
+  if (intake->deferred) shm_->ring(me_);      // a driver asleep on the bell takes them
+  if (intake->foreign) thread_timer_.ring();  // the lane thread sends the replies
+  complete(intake->done);
+  if (intake->foreign) return;
   ring_peers();
-  if (deferred) thread_timer_.ring();  // or the lane thread
+  if (intake->deferred) thread_timer_.ring();  // or the lane thread
 }
 
 // Into ops_, counted as unready. False if an operation with its key is

@@ -5,7 +5,7 @@
 // (transport/shm/lane_log.h), without a coordinator.
 //
 // Life of a lane operation
-//  1. submit() publishes a record (signature and priority; the data too, for
+//  1. take_in() publishes a record (signature and priority; the data too, for
 //     an operation of at most LaneRecord::kPayloadBytes) in this rank's ring
 //     and rings the peers. It never blocks: when the ring is full (a peer
 //     lags by LaneLog::kRecords submissions) the record waits in
@@ -153,12 +153,22 @@ class AsyncLane {
   // strategy and no body of its own. The same answer on every rank.
   static bool accepts(const AsyncOpSpec& spec);
 
-  // Submits `spec` as (name_hash, seq), completing `req`. `foreign`: ranks
+  // A submission in two steps: take_in() under the engine's lock (it runs
+  // no callback), then after_take_in() without it.
+  struct Intake {
+    std::vector<std::shared_ptr<LaneOp>> done;  // ended at once: completed by after_take_in()
+    bool deferred = false;                      // ... or left to a driver (inside a callback)
+    bool foreign = false;                       // failed by peers' signature frames
+  };
+  // Takes in `spec` as (name_hash, seq), completing `req`. `foreign`: ranks
   // whose signature frame for this name and sequence already arrived (they
   // ran something else under it: a mismatch). `partition_bytes`: the
   // engine's partition size.
-  void submit(AsyncOpSpec&& spec, uint64_t name_hash, uint64_t seq, uint64_t partition_bytes,
-              const std::vector<int>& foreign, const std::shared_ptr<AsyncRequest>& req);
+  void take_in(AsyncOpSpec&& spec, uint64_t name_hash, uint64_t seq, uint64_t partition_bytes,
+               const std::vector<int>& foreign, const std::shared_ptr<AsyncRequest>& req,
+               Intake* intake);
+  // Completes what take_in() ended and rings the peers and the lane thread.
+  void after_take_in(Intake* intake);
 
   // (name_hash, seq) failed on the message path here: the records peers
   // publish for it (they ran it on the lane: a mismatch) are dropped.

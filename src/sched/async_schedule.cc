@@ -225,8 +225,8 @@ bool AsyncEngine::on_control_frame(int src, uint64_t name_hash, uint64_t wire_se
     if (step == kSigStep && lane_ && lane_->on_foreign_signature(src, name_hash, seq)) return true;
     auto ns = next_seq_.find(name_hash);
     const OpKey key{name_hash, seq};
-    if (ns != next_seq_.end() && seq < ns->second &&
-        std::find(lane_entering_.begin(), lane_entering_.end(), key) == lane_entering_.end()) {
+    // (A lane operation is taken in under this lock as it is numbered.)
+    if (ns != next_seq_.end() && seq < ns->second) {
       return true;  // already finished here: no receive will ever take it
     }
   }
