@@ -18,7 +18,7 @@ thread_local std::string t_no_comm_error;
 thread_local std::string t_returned;
 
 void register_handle(kf_comm* c) {
-  live().insert(c);
+  live().insert_new(c);  // (a new object)
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ kf_request* RequestTable::add(kf_comm* comm, AsyncEngine* engine,
   r->state = std::move(state);
   r->comm = comm;
   r->engine = engine;
-  live_.insert(r);
+  live_.insert_new(r);
   return r;
 }
 
@@ -42,10 +42,16 @@ bool RequestTable::all_live(kf_request* const* reqs, size_t n) const {
 }
 
 kf_status_t RequestTable::free(kf_request* r) {
-  if (!live_.contains(r)) return KF_ERR_INVALID_ARGUMENT;
-  if (!r->state->done()) return KF_ERR_INVALID_USAGE;
-  // (Two threads freeing one handle at once: one of them erases it.)
-  if (!live_.erase(r)) return KF_ERR_INVALID_ARGUMENT;
+  // (Checked and erased under the set's lock: of two threads freeing one
+  // handle at once, one finds it gone.)
+  switch (live_.erase_if(r, [](kf_request* h) { return h->state->done(); })) {
+    case LiveSet::Erased::kNotMember:
+      return KF_ERR_INVALID_ARGUMENT;
+    case LiveSet::Erased::kRefused:
+      return KF_ERR_INVALID_USAGE;
+    case LiveSet::Erased::kYes:
+      break;
+  }
   release(r);
   return KF_SUCCESS;
 }

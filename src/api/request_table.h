@@ -51,7 +51,8 @@ class RequestTable {
 
   BlockPool pool_{1024};
   // Beyond half its slots, live handles go to a set under a lock.
-  PointerSet<kf_request, 4096> live_;
+  using LiveSet = PointerSet<kf_request, 4096>;
+  LiveSet live_;
 };
 
 }  // namespace api

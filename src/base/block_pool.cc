@@ -12,11 +12,11 @@ struct Shelf {
   void* blocks[BlockPool::kThreadKeep];
 };
 
-// A thread's shelves: made on its first deallocation, deleted with their
-// blocks when it ends (Cleanup). After that (other thread-local objects
-// dying later may free blocks) `ended` sends everything to the pools.
-// Trivial, so that reading it costs one thread-local access and no
-// initialisation check.
+// A thread's shelves: made at its first allocation (deallocate() never
+// allocates: destructors reach it), deleted with their blocks when it ends
+// (Cleanup). A thread that only frees blocks frees them to the pools. After that (other
+// thread-local objects dying later may free blocks) `ended` sends everything to the pools. Trivial,
+// so that reading it costs one thread-local access and no initialisation check.
 struct ThreadShelves {
   Shelf* shelves;
   bool ended;
@@ -36,9 +36,9 @@ struct Cleanup {
   }
 };
 
-// The calling thread's shelf for `bytes` (taken if `make` and a shelf is
-// unused), or null: nothing kept, the thread is ending, or every shelf
-// holds another size.
+// The calling thread's shelf for `bytes` (with `make`, the shelves are made
+// and an unused one taken if need be), or null: nothing kept, the thread is
+// ending, or every shelf holds another size.
 Shelf* shelf_for(size_t bytes, bool make) {
   if (!kKeepMemory) return nullptr;
   ThreadShelves& ts = t_shelves;
@@ -67,7 +67,7 @@ BlockPool::~BlockPool() {
 }
 
 void* BlockPool::allocate(size_t bytes) {
-  if (Shelf* s = shelf_for(bytes, false); s != nullptr && s->n > 0) return s->blocks[--s->n];
+  if (Shelf* s = shelf_for(bytes, true); s != nullptr && s->n > 0) return s->blocks[--s->n];
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (bytes_ == 0) bytes_ = bytes;
@@ -81,7 +81,7 @@ void* BlockPool::allocate(size_t bytes) {
 }
 
 void BlockPool::deallocate(void* p, size_t bytes) {
-  if (Shelf* s = shelf_for(bytes, true); s != nullptr && s->n < kThreadKeep) {
+  if (Shelf* s = shelf_for(bytes, false); s != nullptr && s->n < kThreadKeep) {
     s->blocks[s->n++] = p;
     return;
   }

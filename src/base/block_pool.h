@@ -12,9 +12,9 @@
 // few sizes for itself, with no lock: a lock costs two atomic instructions,
 // and an operation makes and destroys a request and a lane operation, so
 // four locks per operation were a fifth of a 4 KiB operation's overhead.
-// Beyond that, and for the blocks a thread frees that others allocate (a
-// lane operation may die on the lane thread), the pool's own list, under
-// its mutex. Blocks are plain ::operator new memory of one size, so a
+// Beyond that, and for the blocks freed by a thread that allocates none of
+// that size (a lane operation may die on the lane thread), the pool's own
+// list, under its mutex. Blocks are plain ::operator new memory of one size, so a
 // thread's blocks serve every pool of that size, and a thread that ends
 // deletes its own.
 //

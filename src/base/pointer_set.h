@@ -6,10 +6,11 @@
 // Lookups read an open-addressed table of atomic slots; insertions and
 // erasures take the set's mutex. An erased slot becomes a tombstone, never
 // empty again, so a lookup that meets an empty slot has passed every slot
-// its pointer could be in (after many erasures a lookup of a non-member
-// may read every slot: a rejected handle's cost). Beyond kSlots / 2
-// members, members go to an overflow set under the mutex (lookups that
-// miss the table read it only while it is not empty).
+// its pointer could be in. (After many erasures a lookup of a non-member
+// may read every slot, a rejected handle's cost, until the table holds no
+// member: then its tombstones are cleared.) Beyond kSlots / 2 members,
+// members go to an overflow set under the mutex (lookups that miss the
+// table read it only while it is not empty).
 //
 // A lookup racing an insertion or erasure of the same pointer sees either
 // side; the caller's own ordering (a handle is used after it was made)
@@ -31,42 +32,57 @@ class PointerSet {
   static constexpr size_t kSlots = Slots;
   static_assert(kSlots >= 2 && (kSlots & (kSlots - 1)) == 0, "a power of two");
 
-  // Inserts `p` (not null); false if it is a member already.
+  // Inserts `p` (a valid object's address); false if it is a member
+  // already.
   bool insert(T* p) {
     std::lock_guard<std::mutex> lock(mu_);
     if (find_locked(p)) return false;
-    if (members_ < kSlots / 2) {
-      for (size_t i = 0, s = home(p); i < kSlots; ++i, s = (s + 1) & (kSlots - 1)) {
-        uintptr_t v = slots_[s].load(std::memory_order_relaxed);
-        if (v == kEmpty || v == kTomb) {
-          slots_[s].store(reinterpret_cast<uintptr_t>(p), std::memory_order_release);
-          ++members_;
-          return true;
-        }
-      }
-    }
-    overflow_.insert(p);
-    overflow_size_.store(overflow_.size(), std::memory_order_release);
+    insert_locked(p);
     return true;
   }
+  // Inserts `p`, which is not a member (memory just allocated for a new
+  // object): no search for it first.
+  void insert_new(T* p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    insert_locked(p);
+  }
 
+  enum class Erased { kNotMember, kRefused, kYes };
+  // Erases `p` if it is a member and `ok(p)`, which is called under the
+  // set's lock: of two erasures of one member, one finds it gone.
+  template <typename Pred>
+  Erased erase_if(T* p, Pred ok) {
+    if (!valid(p)) return Erased::kNotMember;
+    std::lock_guard<std::mutex> lock(mu_);
+    std::atomic<uintptr_t>* slot = slot_of(p);
+    if (slot == nullptr && overflow_.count(p) == 0) return Erased::kNotMember;
+    if (!ok(p)) return Erased::kRefused;
+    if (slot == nullptr) {
+      overflow_.erase(p);
+      overflow_size_.store(overflow_.size(), std::memory_order_release);
+      return Erased::kYes;
+    }
+    slot->store(kTomb, std::memory_order_release);
+    --members_;
+    ++tombs_;
+    if (members_ == 0 && tombs_ >= kSlots / 4) {
+      // No member left in the table: its tombstones go, so that lookups of
+      // non-members stop early again. (A lookup meanwhile that meets an
+      // emptied slot answers false: right, no member is in the table.)
+      for (auto& sl : slots_) sl.store(kEmpty, std::memory_order_relaxed);
+      tombs_ = 0;
+    }
+    return Erased::kYes;
+  }
   // Erases `p`; false if it was not a member.
   bool erase(T* p) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (std::atomic<uintptr_t>* slot = slot_of(p)) {
-      slot->store(kTomb, std::memory_order_release);
-      --members_;
-      return true;
-    }
-    if (overflow_.erase(p) == 0) return false;
-    overflow_size_.store(overflow_.size(), std::memory_order_release);
-    return true;
+    return erase_if(p, [](T*) { return true; }) == Erased::kYes;
   }
 
   // Whether `p` is a member (false for null). No lock unless the overflow
   // set is in use.
   bool contains(T* p) const {
-    if (p == nullptr) return false;
+    if (!valid(p)) return false;
     if (slot_of(p) != nullptr) return true;
     if (overflow_size_.load(std::memory_order_acquire) == 0) return false;
     std::lock_guard<std::mutex> lock(mu_);
@@ -77,9 +93,26 @@ class PointerSet {
   static constexpr uintptr_t kEmpty = 0;
   static constexpr uintptr_t kTomb = 1;  // no object lives at address 1
 
+  // Whether `p` may be a member: not one of the slot markers.
+  static bool valid(const T* p) { return reinterpret_cast<uintptr_t>(p) > kTomb; }
   static size_t home(const T* p) {
     uint64_t h = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p)) * 0x9e3779b97f4a7c15ull;
     return static_cast<size_t>(h >> 32) & (kSlots - 1);
+  }
+  void insert_locked(T* p) {
+    if (members_ < kSlots / 2) {
+      for (size_t i = 0, s = home(p); i < kSlots; ++i, s = (s + 1) & (kSlots - 1)) {
+        uintptr_t v = slots_[s].load(std::memory_order_relaxed);
+        if (v == kEmpty || v == kTomb) {
+          if (v == kTomb) --tombs_;
+          slots_[s].store(reinterpret_cast<uintptr_t>(p), std::memory_order_release);
+          ++members_;
+          return;
+        }
+      }
+    }
+    overflow_.insert(p);
+    overflow_size_.store(overflow_.size(), std::memory_order_release);
   }
   // The slot holding `p`, or null.
   std::atomic<uintptr_t>* slot_of(const T* p) const {
@@ -91,11 +124,14 @@ class PointerSet {
     }
     return nullptr;
   }
-  bool find_locked(T* p) const { return slot_of(p) != nullptr || overflow_.count(p) != 0; }
+  bool find_locked(T* p) const {
+    return valid(p) && (slot_of(p) != nullptr || overflow_.count(p) != 0);
+  }
 
   mutable std::atomic<uintptr_t> slots_[kSlots] = {};
   mutable std::mutex mu_;
   size_t members_ = 0;               // in slots_ (mu_)
+  size_t tombs_ = 0;                 // tombstones in slots_ (mu_)
   std::unordered_set<T*> overflow_;  // mu_
   std::atomic<size_t> overflow_size_{0};
 };

@@ -4,6 +4,7 @@
  * wait_all, error text, free), callbacks, and results on one rank.
  */
 #define _POSIX_C_SOURCE 200809L /* unsetenv */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -224,6 +225,39 @@ static void test_freed_handles(void** state) {
                    KF_ERR_INVALID_ARGUMENT);
 }
 
+struct free_race {
+  kf_request_t req;
+  kf_status_t status;
+};
+
+static void* free_request(void* arg) {
+  struct free_race* f = (struct free_race*)arg;
+  f->status = kf_request_free(f->req);
+  return NULL;
+}
+
+/* Two threads free one handle at once: one frees it, the other is told it
+ * is not a live handle (never both, never a crash). */
+static void test_concurrent_free(void** state) {
+  kf_comm_t comm = (kf_comm_t)*state;
+  int32_t x = 1, y = 0;
+  for (int i = 0; i < 1000; ++i) {
+    kf_request_t r = NULL;
+    struct free_race a, b;
+    pthread_t ta, tb;
+    assert_int_equal(kf_iall_reduce(comm, "race", &x, &y, 1, KF_INT32, KF_SUM, NULL, &r),
+                     KF_SUCCESS);
+    assert_int_equal(kf_request_wait(r), KF_SUCCESS);
+    a.req = b.req = r;
+    assert_int_equal(pthread_create(&ta, NULL, free_request, &a), 0);
+    assert_int_equal(pthread_create(&tb, NULL, free_request, &b), 0);
+    assert_int_equal(pthread_join(ta, NULL), 0);
+    assert_int_equal(pthread_join(tb, NULL), 0);
+    assert_true((a.status == KF_SUCCESS) != (b.status == KF_SUCCESS));
+    assert_int_equal(a.status == KF_SUCCESS ? b.status : a.status, KF_ERR_INVALID_ARGUMENT);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_names, setup, teardown),
@@ -232,6 +266,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_callback_chain, setup, teardown),
       cmocka_unit_test(test_request_args),
       cmocka_unit_test(test_freed_handles),
+      cmocka_unit_test_setup_teardown(test_concurrent_free, setup, teardown),
   };
   return cmocka_run_group_tests_name("async", tests, NULL, NULL);
 }
