@@ -33,8 +33,9 @@ class PointerSet {
   static_assert(kSlots >= 2 && (kSlots & (kSlots - 1)) == 0, "a power of two");
 
   // Inserts `p` (a valid object's address); false if it is a member
-  // already.
+  // already, or null or 1 (never members).
   bool insert(T* p) {
+    if (!valid(p)) return false;
     std::lock_guard<std::mutex> lock(mu_);
     if (find_locked(p)) return false;
     insert_locked(p);
@@ -43,6 +44,7 @@ class PointerSet {
   // Inserts `p`, which is not a member (memory just allocated for a new
   // object): no search for it first.
   void insert_new(T* p) {
+    if (!valid(p)) return;
     std::lock_guard<std::mutex> lock(mu_);
     insert_locked(p);
   }

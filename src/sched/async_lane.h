@@ -6,8 +6,8 @@
 //
 // Life of a lane operation
 //  1. take_in() publishes a record (signature and priority; the data too, for
-//     an operation of at most LaneRecord::kPayloadBytes) in this rank's ring
-//     and rings the peers. It never blocks: when the ring is full (a peer
+//     an operation of at most LaneRecord::kPayloadBytes) in this rank's ring;
+//     after_take_in() rings the peers. Neither blocks: when the ring is full (a peer
 //     lags by LaneLog::kRecords submissions) the record waits in
 //     unpublished_ for a driver to publish it.
 //  2. Matching: a driver (5.) reads the peers' records. An operation is
@@ -153,8 +153,9 @@ class AsyncLane {
   // strategy and no body of its own. The same answer on every rank.
   static bool accepts(const AsyncOpSpec& spec);
 
-  // A submission in two steps: take_in() under the engine's lock (it runs
-  // no callback), then after_take_in() without it.
+  // A submission in two steps: take_in() under the engine's lock (it runs no
+  // completion callback; only the trace observer sees the submission), then
+  // after_take_in() without it.
   struct Intake {
     std::vector<std::shared_ptr<LaneOp>> done;  // ended at once: completed by after_take_in()
     bool deferred = false;                      // ... or left to a driver (inside a callback)

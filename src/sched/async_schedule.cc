@@ -224,7 +224,6 @@ bool AsyncEngine::on_control_frame(int src, uint64_t name_hash, uint64_t wire_se
     // A signature frame for a lane operation: the peer ran another kind.
     if (step == kSigStep && lane_ && lane_->on_foreign_signature(src, name_hash, seq)) return true;
     auto ns = next_seq_.find(name_hash);
-    const OpKey key{name_hash, seq};
     // (A lane operation is taken in under this lock as it is numbered.)
     if (ns != next_seq_.end() && seq < ns->second) {
       return true;  // already finished here: no receive will ever take it
