@@ -13,10 +13,11 @@ struct Shelf {
 };
 
 // A thread's shelves: made at its first allocation (deallocate() never
-// allocates: destructors reach it), deleted with their blocks when it ends
-// (Cleanup). A thread that only frees blocks frees them to the pools. After that (other
-// thread-local objects dying later may free blocks) `ended` sends everything to the pools. Trivial,
-// so that reading it costs one thread-local access and no initialisation check.
+// allocates: destructors reach it), deleted with their blocks when the
+// thread ends (Cleanup). A thread that only frees blocks frees them to the
+// pools, and so does one whose shelves are gone (`ended`: thread-local
+// objects destroyed after Cleanup may still free blocks). Trivial, so that
+// reading it costs one thread-local access and no initialisation check.
 struct ThreadShelves {
   Shelf* shelves;
   bool ended;

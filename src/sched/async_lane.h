@@ -7,8 +7,8 @@
 // Life of a lane operation
 //  1. take_in() publishes a record (signature and priority; the data too, for
 //     an operation of at most LaneRecord::kPayloadBytes) in this rank's ring;
-//     after_take_in() rings the peers. Neither blocks: when the ring is full (a peer
-//     lags by LaneLog::kRecords submissions) the record waits in
+//     after_take_in() rings the peers. Neither blocks: when the ring is full
+//     (a peer lags by LaneLog::kRecords submissions) the record waits in
 //     unpublished_ for a driver to publish it.
 //  2. Matching: a driver (5.) reads the peers' records. An operation is
 //     ready once every local rank published it. Records that disagree
