@@ -337,7 +337,9 @@ KF_API kf_status_t kf_request_wait_any(size_t n, const kf_request_t* reqs, size_
 KF_API kf_status_t kf_request_wait_all(size_t n, const kf_request_t* reqs) {
   return kf::api::no_throw([&] {
     if (reqs == nullptr && n > 0) return KF_ERR_INVALID_ARGUMENT;
-    if (!kf::api::RequestTable::get().all_live(reqs, n)) return KF_ERR_INVALID_ARGUMENT;
+    for (size_t i = 0; i < n; ++i) {
+      if (reqs[i] != nullptr && !kf::api::request_live(reqs[i])) return KF_ERR_INVALID_ARGUMENT;
+    }
     if (kf::in_completion_callback()) {
       for (size_t i = 0; i < n; ++i) {
         if (reqs[i] != nullptr && !reqs[i]->state->done()) {

@@ -34,13 +34,6 @@ bool RequestTable::live(kf_request* r) const {
   return live_.contains(r);
 }
 
-bool RequestTable::all_live(kf_request* const* reqs, size_t n) const {
-  for (size_t i = 0; i < n; ++i) {
-    if (reqs[i] != nullptr && !live_.contains(reqs[i])) return false;
-  }
-  return true;
-}
-
 kf_status_t RequestTable::free(kf_request* r) {
   // (Checked and erased under the set's lock: of two threads freeing one
   // handle at once, one finds it gone.)

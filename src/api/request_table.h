@@ -36,9 +36,6 @@ class RequestTable {
   void drop(kf_request* r);
   // Whether `r` is a live handle (false for null).
   bool live(kf_request* r) const;
-  // Whether the `n` handles of `reqs` that are not null are all live (for
-  // kf_request_wait_all).
-  bool all_live(kf_request* const* reqs, size_t n) const;
   // kf_request_free: KF_ERR_INVALID_ARGUMENT if `r` is not live,
   // KF_ERR_INVALID_USAGE while its operation is pending, else unregisters
   // and releases it, as drop() does.

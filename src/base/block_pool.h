@@ -9,14 +9,14 @@
 // caches by then. A pool's free list is a few lines of code.
 //
 // Two tiers. Each thread keeps up to kThreadKeep free blocks of each of a
-// few sizes for itself, with no lock: a lock costs two atomic instructions,
-// and an operation makes and destroys a request and a lane operation, so
-// four locks per operation were a fifth of a 4 KiB operation's overhead.
-// Beyond that, and for the blocks freed by a thread that allocates none of
-// that size (a lane operation may die on the lane thread), the pool's own
-// list, under its mutex. Blocks are plain ::operator new memory of one size, so a
-// thread's blocks serve every pool of that size, and a thread that ends
-// deletes its own.
+// few sizes for itself, with no lock: locking and unlocking cost two atomic
+// instructions, and an operation makes and destroys a request and a lane
+// operation, so four locks per operation were a fifth of a 4 KiB
+// operation's overhead. Beyond that, and for the blocks freed by a thread
+// that allocates none of that size (a lane operation may die on the lane
+// thread), the pool's own list, under its mutex. Blocks are plain
+// ::operator new memory of one size, so a thread's blocks serve every pool
+// of that size, and a thread that ends deletes its own.
 //
 // One block size per pool (that of the first allocation; others go to
 // ::operator new). Thread safe. The pool must outlive every block it gave

@@ -89,7 +89,8 @@ std::shared_ptr<AsyncRequest> AsyncRequest::make() {
 void AsyncRequest::finish(const Status& st) {
   status_ = st;
   done_.store(true);  // after status_: done() and status() need no lock
-  // No lock unless a thread sleeps in wait() (most waiters drive instead).
+  // No lock unless a thread sleeps on the request (sleep_until(); most
+  // waiters drive instead).
   if (sleepers_.load() > 0) {
     std::lock_guard<std::mutex> lock(mu_);
     cv_.notify_all();

@@ -274,10 +274,8 @@ void AsyncLane::take_finished_locked(Done* done) {
 void AsyncLane::match_record_locked(int local, const LaneRecord& r) {
   const OpKey key{r.name_hash, r.seq};
   if (!forgotten_.empty() && forgotten_.count(key) > 0) return;  // it failed here already
-  auto claimed = matches_.claim(key);
-  Match& m = claimed.first->second;
-  if (claimed.second &&
-      m.have.size() != static_cast<size_t>(n_)) {  // (else a finished one's, reset)
+  Match& m = matches_.claim(key).first->second;
+  if (m.have.empty()) {  // a fresh slot's (a finished match's comes back sized and reset)
     m.rec.resize(static_cast<size_t>(n_));
     m.have.assign(static_cast<size_t>(n_), 0);
     m.count = 0;

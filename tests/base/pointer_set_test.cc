@@ -60,62 +60,70 @@ TEST(PointerSet, ErasesIfAskedAndClearsTombstones) {
   }
 }
 
-// Lookups on several threads while one inserts and erases (for
-// ThreadSanitizer): a member that stays is always found.
+// Runs `read` over and over on `readers` threads while `write` runs on
+// this one (for ThreadSanitizer).
+template <typename Read, typename Write>
+void race(int readers, Read read, Write write) {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < readers; ++t) {
+    threads.emplace_back([&] {
+      while (!stop.load()) read();
+    });
+  }
+  write();
+  stop.store(true);
+  for (auto& th : threads) th.join();
+}
+
+// Lookups on several threads while one inserts and erases: a member that
+// stays is always found.
 TEST(PointerSet, LookupsRaceUpdates) {
   PointerSet<int> set;
   // (Together past half the slots: the overflow set races too.)
   std::vector<int> stay(64), churn(PointerSet<int>::kSlots / 2);
   for (auto& x : stay) set.insert(&x);
-  std::atomic<bool> stop{false};
   std::atomic<int> misses{0};
-  std::vector<std::thread> readers;
-  for (int t = 0; t < 3; ++t) {
-    readers.emplace_back([&] {
-      while (!stop.load()) {
+  race(
+      3,
+      [&] {
         for (auto& x : stay) {
           if (!set.contains(&x)) misses.fetch_add(1);
         }
         for (auto& x : churn) (void)set.contains(&x);
-      }
-    });
-  }
-  for (int round = 0; round < 200; ++round) {
-    for (auto& x : churn) set.insert(&x);
-    for (auto& x : churn) set.erase(&x);
-  }
-  stop.store(true);
-  for (auto& th : readers) th.join();
+      },
+      [&] {
+        for (int round = 0; round < 200; ++round) {
+          for (auto& x : churn) set.insert(&x);
+          for (auto& x : churn) set.erase(&x);
+        }
+      });
   EXPECT_EQ(misses.load(), 0);
 }
 
 // Rounds that empty the table, so that it clears its tombstones while
-// other threads probe it (for ThreadSanitizer): a non-member is never
-// found, and the writer always finds its members.
+// other threads probe it: a non-member is never found, and the writer
+// always finds its members.
 TEST(PointerSet, ClearingRacesLookups) {
   PointerSet<int> set;
   std::vector<int> churn(PointerSet<int>::kSlots / 2);
   int outsider = 0;
-  std::atomic<bool> stop{false};
   std::atomic<int> wrong{0};
-  std::vector<std::thread> readers;
-  for (int t = 0; t < 2; ++t) {
-    readers.emplace_back([&] {
-      while (!stop.load()) {
+  race(
+      2,
+      [&] {
         if (set.contains(&outsider)) wrong.fetch_add(1);
         for (auto& x : churn) (void)set.contains(&x);
-      }
-    });
-  }
-  for (int round = 0; round < 100; ++round) {
-    for (auto& x : churn) set.insert_new(&x);
-    for (auto& x : churn) {
-      if (!set.contains(&x)) wrong.fetch_add(1);
-    }
-    for (auto& x : churn) set.erase(&x);  // the last erasure clears the tombstones
-  }
-  stop.store(true);
-  for (auto& th : readers) th.join();
+      },
+      [&] {
+        for (int round = 0; round < 100; ++round) {
+          for (auto& x : churn) set.insert_new(&x);
+          for (auto& x : churn) {
+            if (!set.contains(&x)) wrong.fetch_add(1);
+          }
+          for (auto& x : churn) set.erase(&x);  // the last erasure clears the tombstones
+        }
+      });
   EXPECT_EQ(wrong.load(), 0);
 }
 
