@@ -66,9 +66,12 @@ Status submit(const char* call, kf_comm* comm, AsyncOpSpec spec, const kf_op_opt
   if (!spec.body) spec.partition_bytes = opts.partition_bytes;
   comm->impl->apply_strategy(&spec);
   AsyncEngine* engine = &comm->impl->async();
-  auto state = AsyncRequest::make();
   // Registered before submission: the callback may run inside submit().
-  kf_request* handle = req != nullptr ? RequestTable::get().add(comm, engine, state) : nullptr;
+  // The engine fills the handle's own state (no copy: each copy of a
+  // shared_ptr is an atomic increment and decrement).
+  std::shared_ptr<AsyncRequest> state;
+  kf_request* handle =
+      req != nullptr ? RequestTable::get().add(comm, engine, AsyncRequest::make()) : nullptr;
   struct Unhanded {  // unregisters the handle unless it is handed out (failure, exception)
     kf_request* h;
     ~Unhanded() {
@@ -80,7 +83,7 @@ Status submit(const char* call, kf_comm* comm, AsyncOpSpec spec, const kf_op_opt
     void* user = opts.user_data;
     spec.on_complete = [cb, user, handle](const Status& st) { cb(handle, st.code(), user); };
   }
-  KF_RETURN_IF_ERROR(engine->submit(std::move(spec), &state));
+  KF_RETURN_IF_ERROR(engine->submit(std::move(spec), handle != nullptr ? &handle->state : &state));
   unhanded.h = nullptr;
   if (handle != nullptr) *req = handle;
   return Status::ok();

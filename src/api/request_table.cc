@@ -35,8 +35,8 @@ bool RequestTable::live(kf_request* r) const {
 }
 
 kf_status_t RequestTable::free(kf_request* r) {
-  // (Checked and erased under the set's lock: of two threads freeing one
-  // handle at once, one finds it gone.)
+  // (Checked while this thread holds the handle's claim in the set: of two
+  // threads freeing one handle at once, one finds it gone.)
   switch (live_.erase_if(r, [](kf_request* h) { return h->state->done(); })) {
     case LiveSet::Erased::kNotMember:
       return KF_ERR_INVALID_ARGUMENT;

@@ -52,7 +52,9 @@ struct InlineCompletion {  // marks the thread for the scope, if `on`
 // ---- AsyncRequest ---------------------------------------------------------
 
 bool AsyncRequest::done() const {
-  return done_.load(std::memory_order_acquire);
+  // (Sequentially consistent, as finish()'s store: kf_request_wait_any
+  // relies on it, see AnyCompletion::signal(). On x86 it is a plain load.)
+  return done_.load();
 }
 
 const Status& AsyncRequest::status() const {
@@ -93,7 +95,7 @@ void AsyncRequest::finish(const Status& st) {
   // waiters drive instead).
   if (sleepers_.load() > 0) {
     std::lock_guard<std::mutex> lock(mu_);
-    cv_.notify_all();
+    notify_locked();
   }
   AnyCompletion::signal();
 }
@@ -331,7 +333,8 @@ Status AsyncEngine::submit(AsyncOpSpec&& spec, std::shared_ptr<AsyncRequest>* ou
     o->total_bytes += o->parts[i].bytes;
   }
   o->spec = std::move(spec);
-  o->req = *out ? *out : AsyncRequest::make();
+  if (!*out) *out = AsyncRequest::make();
+  o->req = *out;
   o->sig_in.resize(static_cast<size_t>(size_));
   o->sig_recv.resize(static_cast<size_t>(size_));
   o->sig_send.resize(static_cast<size_t>(size_));
@@ -462,7 +465,6 @@ Status AsyncEngine::submit(AsyncOpSpec&& spec, std::shared_ptr<AsyncRequest>* ou
     if (next != nullptr) hand_off(next);  // another operation's: a worker runs it
   }
 
-  *out = o->req;
   if (fused_here) {
     // Its frames are still held (run_fused): waiting for or testing the
     // request sends them, else the fuser's cycle does.
@@ -492,7 +494,8 @@ Status AsyncEngine::submit(AsyncOpSpec&& spec, std::shared_ptr<AsyncRequest>* ou
 
 Status AsyncEngine::submit_to_lane(AsyncOpSpec&& spec, std::shared_ptr<AsyncRequest>* out) {
   const uint64_t name_hash = hash_name(spec.name.data(), spec.name.size());
-  std::shared_ptr<AsyncRequest> req = *out ? *out : AsyncRequest::make();
+  if (!*out) *out = AsyncRequest::make();
+  const std::shared_ptr<AsyncRequest>& req = *out;  // (a reference: no count to change)
   req->lane_ = true;
   AsyncLane::Intake intake;
   {
@@ -513,7 +516,6 @@ Status AsyncEngine::submit_to_lane(AsyncOpSpec&& spec, std::shared_ptr<AsyncRequ
     lane_->take_in(std::move(spec), name_hash, seq, partition_bytes_.load(), foreign, req, &intake);
   }
   lane_->after_take_in(&intake);  // (completion callbacks: without the lock)
-  *out = std::move(req);
   return Status::ok();
 }
 

@@ -87,6 +87,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -228,14 +229,22 @@ class AsyncRequest {
     sleepers_.fetch_add(1);
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return woken() || done_.load(); });
+      if (!cv_) cv_.emplace();
+      cv_->wait(lock, [&] { return woken() || done_.load(); });
     }
     sleepers_.fetch_sub(1);
+  }
+  // Wakes the threads in sleep_until(). Caller holds mu_.
+  void notify_locked() {
+    if (cv_) cv_->notify_all();
   }
   AsyncOp* op_ = nullptr;  // while pending; guarded by the engine's mutex
   bool lane_ = false;      // runs on the shared-memory lane (set before it is shared)
   mutable std::mutex mu_;
-  std::condition_variable cv_;    // sleep_until() sleeps here (mu_)
+  // Where sleep_until() sleeps (mu_), made by the first sleeper: most
+  // requests have none, and destroying a condition variable costs an
+  // atomic instruction.
+  std::optional<std::condition_variable> cv_;
   std::atomic<int> sleepers_{0};  // threads in sleep_until()
   std::atomic<bool> done_{false};
   Status status_;              // written by finish() only, before done_
@@ -265,8 +274,10 @@ class AsyncEngine {
   void close();
 
   // Submits one operation. If *out is set it becomes the operation's
-  // completion state, else a new one is made; on success *out is that state
-  // (the op may already be complete, e.g. on a single rank).
+  // completion state, else a new one is made into *out; *out is not
+  // reassigned otherwise (a request handle's own state may be passed, which
+  // a completion callback may read meanwhile). On success the operation may
+  // already be complete (e.g. on a single rank).
   Status submit(AsyncOpSpec&& spec, std::shared_ptr<AsyncRequest>* out);
 
   // Waits until `req` is done (kf_request_wait). The calling thread runs

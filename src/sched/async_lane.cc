@@ -87,6 +87,7 @@ void AsyncLane::take_in(AsyncOpSpec&& spec, uint64_t name_hash, uint64_t seq,
                         uint64_t partition_bytes, const std::vector<int>& foreign,
                         const std::shared_ptr<AsyncRequest>& req, Intake* intake) {
   auto op = std::allocate_shared<LaneOp>(PoolAllocator<LaneOp>(&op_pool_), std::move(spec));
+  LaneOp* const o = op.get();
   const size_t es = dtype_size(op->spec.dtype);
   const uint64_t pbytes = op->spec.partition_bytes > 0 ? op->spec.partition_bytes : partition_bytes;
   op->part_elems = std::max<uint64_t>(1, pbytes / es);
@@ -126,16 +127,16 @@ void AsyncLane::take_in(AsyncOpSpec&& spec, uint64_t name_hash, uint64_t seq,
     } else if (!withdrawn_.empty() && withdrawn_.erase(op->key()) > 0) {
       op->result = timeout_error(timed_out_text(op->label(), opts_.timeout_ms, gave_up_text()));
       done.push_back(op);  // (forgotten when the withdrawal was read)
-    } else if (!insert_locked(op)) {
+    } else if (!insert_locked(&op)) {
       // Two names with one 64-bit hash, at the same sequence number.
       op->result = internal_error(op->label() +
                                   ": its name's hash collides with that of another "
                                   "pending operation; rename one of them");
       done.push_back(op);
     } else {
-      LaneRecord rec = record_of(*op);
+      LaneRecord rec = record_of(*o);  // (`op` went into ops_)
       if (bytes > 0 && bytes <= LaneRecord::kPayloadBytes) {
-        std::memcpy(rec.payload, op->spec.send, bytes);  // a tiny operation travels in its record
+        std::memcpy(rec.payload, o->spec.send, bytes);  // a tiny operation travels in its record
         rec.payload_bytes = static_cast<uint16_t>(bytes);
       }
       // Counted in its match only once published: what this rank sees
@@ -166,8 +167,11 @@ void AsyncLane::take_in(AsyncOpSpec&& spec, uint64_t name_hash, uint64_t seq,
       done.clear();
       deferred = true;
     }
+    // (Relaxed, under the lock: a plain store, published by the unlock.
+    // A driver that misses it takes mu_ at its next look; no sleeping
+    // driver of this rank needs it, see after_take_in().)
+    dirty_.store(true, std::memory_order_relaxed);
   }
-  dirty_.store(true);
 }
 
 void AsyncLane::after_take_in(Intake* intake) {
@@ -179,12 +183,14 @@ void AsyncLane::after_take_in(Intake* intake) {
   if (intake->deferred) thread_timer_.ring();  // or the lane thread
 }
 
-// Into ops_, counted as unready. False if an operation with its key is
-// pending already.
-bool AsyncLane::insert_locked(const std::shared_ptr<LaneOp>& op) {
-  const bool inserted = ops_.emplace(op->key(), op).second;
-  if (inserted) ++unready_;
-  return inserted;
+// Moves *op into ops_, counted as unready. False (*op left as it is) if an
+// operation with its key is pending already.
+bool AsyncLane::insert_locked(std::shared_ptr<LaneOp>* op) {
+  auto slot = ops_.claim((*op)->key());
+  if (!slot.second) return false;
+  slot.first->second = std::move(*op);
+  ++unready_;
+  return true;
 }
 
 // Publishes what the ring has room for, in order, each then counted in its

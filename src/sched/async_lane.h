@@ -235,7 +235,7 @@ class AsyncLane {
   bool fusable(const LaneOp& op) const;
   void end_locked(LaneOp* op, const Status& st, Done* done);
   void complete(const Done& done);
-  bool insert_locked(const std::shared_ptr<LaneOp>& op);
+  bool insert_locked(std::shared_ptr<LaneOp>* op);
   void flush_unpublished_locked();
   // The lane thread looks next at `at` if that is earlier than alarm_
   // (the timer follows if the thread sleeps).
@@ -277,9 +277,11 @@ class AsyncLane {
   uint64_t pos_ = 0;          // log entries processed (driver only)
   unsigned quiet_steps_ = 0;  // driver only
   // The entries a driver decided to append, and the operations of the
-  // fused pass it runs (driver only; reused, no allocation per pass).
+  // fused pass it runs (driver only; reused, no allocation per pass). The
+  // pass's operations are running: they stay in ops_ until the driver ends
+  // them (no reference counted per operation).
   LaneEntry batch_[LaneLog::kMaxBatch];
-  std::vector<std::shared_ptr<LaneOp>> fused_;
+  std::vector<LaneOp*> fused_;
   std::vector<ArenaPiece> fused_pieces_;
   std::atomic<uint64_t> fused_passes_{0}, fused_ops_{0};
   // Set when something a driver must see changed here (an operation became

@@ -126,7 +126,7 @@ Status AsyncLane::run_fused_pass() {
   std::vector<ArenaPiece>& pieces = fused_pieces_;
   pieces.clear();
   uint32_t digest = 0;
-  for (const auto& op : fused_) {
+  for (const LaneOp* op : fused_) {
     emit_(AsyncEvent::Type::kStart, op->spec.name, op->seq, 0, 1, op->spec.priority, op->bytes(),
           Status::ok());
     pieces.push_back({op->spec.send, op->spec.recv, static_cast<size_t>(op->spec.count)});
@@ -137,7 +137,7 @@ Status AsyncLane::run_fused_pass() {
                 opts_.single_copy);
   Status st = arena_all_reduce_pieces(arena, digest, pieces.data(), pieces.size(), head.spec.dtype,
                                       static_cast<kf_op_t>(head.spec.op), opts_.one_shot_bytes);
-  for (const auto& op : fused_) {
+  for (const LaneOp* op : fused_) {
     emit_(AsyncEvent::Type::kPartitionDone, op->spec.name, op->seq, 0, 1, op->spec.priority,
           op->bytes(), st);
   }
@@ -174,10 +174,10 @@ uint64_t AsyncLane::run_fused(const LaneEntry& head, Done* done) {
     for (uint64_t i = 0; in_order && i < n; ++i) {
       const std::shared_ptr<LaneOp>* op = ready(batch_[i]);
       in_order = op && (*op)->parts == 1 && (*op)->done_parts == 0;
-      if (in_order) fused_.push_back(*op);
+      if (in_order) fused_.push_back(op->get());
     }
     if (in_order) {
-      for (const auto& op : fused_) op->running = true;  // on_broken() leaves them to us
+      for (LaneOp* op : fused_) op->running = true;  // on_broken() leaves them to us
     }
   }
   Status st = in_order ? run_fused_pass()
@@ -187,11 +187,11 @@ uint64_t AsyncLane::run_fused(const LaneEntry& head, Done* done) {
                              std::to_string(pos_) + ")");
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& op : fused_) {
+    for (LaneOp* op : fused_) {
       op->running = false;
       if (!st.is_ok()) continue;
       op->done_parts = 1;
-      end_locked(op.get(),
+      end_locked(op,
                  broken_.is_ok() ? Status::ok()
                                  : Status(broken_.code(), op->label() + ": " + broken_.message()),
                  done);

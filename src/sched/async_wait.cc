@@ -104,12 +104,10 @@ bool AsyncEngine::hand_to_parked_locked(AsyncPartition* p) {
   Parked* w = *it;
   parked_.erase(it);
   if (p != nullptr) p->state = AsyncPartition::State::kRunning;
-  {
-    std::lock_guard<std::mutex> lock(w->req->mu_);
-    w->task = p;
-    w->handed = true;
-  }
-  w->req->cv_.notify_all();
+  std::lock_guard<std::mutex> lock(w->req->mu_);
+  w->task = p;
+  w->handed = true;
+  w->req->notify_locked();
   return true;
 }
 

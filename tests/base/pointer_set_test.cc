@@ -26,12 +26,12 @@ TEST(PointerSet, InsertsFindsAndErases) {
   EXPECT_FALSE(set.contains(&a));
 }
 
-// Past half the slots members go to the overflow set; erasures leave
-// tombstones that later insertions reuse. Every member stays found and
-// every erased one gone, through many rounds.
+// Members that find no free slot near their home go to the overflow set;
+// erasures leave tombstones that later insertions reuse. Every member stays
+// found and every erased one gone, through many rounds.
 TEST(PointerSet, KeepsEveryMemberThroughOverflowAndTombstones) {
   PointerSet<int> set;
-  const size_t n = PointerSet<int>::kSlots + 100;
+  const size_t n = PointerSet<int>::kSlots + 100;  // (more than the table holds)
   std::vector<int> objs(n);
   for (int round = 0; round < 5; ++round) {
     for (size_t i = 0; i < n; ++i) ASSERT_TRUE(set.insert(&objs[i]));
@@ -43,9 +43,10 @@ TEST(PointerSet, KeepsEveryMemberThroughOverflowAndTombstones) {
   }
 }
 
-// Erasing every member clears the tombstones, and a value 1 is never taken
-// for a member whatever the table holds. erase_if refuses when told to.
-TEST(PointerSet, ErasesIfAskedAndClearsTombstones) {
+// erase_if refuses when told to, a value 1 is never taken for a member
+// whatever the table holds (tombstones included), and a member stays one
+// while its erasure's check runs.
+TEST(PointerSet, ErasesIfAsked) {
   PointerSet<int> set;
   std::vector<int> objs(PointerSet<int>::kSlots / 2);
   for (int round = 0; round < 4; ++round) {
@@ -53,8 +54,15 @@ TEST(PointerSet, ErasesIfAskedAndClearsTombstones) {
     EXPECT_FALSE(set.contains(reinterpret_cast<int*>(1)));
     for (auto& x : objs) {
       EXPECT_EQ(set.erase_if(&x, [](int*) { return false; }), PointerSet<int>::Erased::kRefused);
-      EXPECT_EQ(set.erase_if(&x, [](int*) { return true; }), PointerSet<int>::Erased::kYes);
+      EXPECT_TRUE(set.contains(&x));
+      EXPECT_EQ(set.erase_if(&x,
+                             [&](int* p) {
+                               EXPECT_TRUE(set.contains(p));  // (claimed, still a member)
+                               return true;
+                             }),
+                PointerSet<int>::Erased::kYes);
       EXPECT_EQ(set.erase_if(&x, [](int*) { return true; }), PointerSet<int>::Erased::kNotMember);
+      EXPECT_FALSE(set.contains(&x));
       EXPECT_FALSE(set.contains(reinterpret_cast<int*>(1)));
     }
   }
@@ -101,10 +109,10 @@ TEST(PointerSet, LookupsRaceUpdates) {
   EXPECT_EQ(misses.load(), 0);
 }
 
-// Rounds that empty the table, so that it clears its tombstones while
-// other threads probe it: a non-member is never found, and the writer
-// always finds its members.
-TEST(PointerSet, ClearingRacesLookups) {
+// Rounds that fill and empty the table (insertions and erasures without
+// the lock) while other threads probe it: a non-member is never found, and
+// the writer always finds its members.
+TEST(PointerSet, ChurnRacesLookups) {
   PointerSet<int> set;
   std::vector<int> churn(PointerSet<int>::kSlots / 2);
   int outsider = 0;
@@ -121,10 +129,58 @@ TEST(PointerSet, ClearingRacesLookups) {
           for (auto& x : churn) {
             if (!set.contains(&x)) wrong.fetch_add(1);
           }
-          for (auto& x : churn) set.erase(&x);  // the last erasure clears the tombstones
+          for (auto& x : churn) set.erase(&x);
         }
       });
   EXPECT_EQ(wrong.load(), 0);
+}
+
+// Several threads erase the same members at once, and insert their own:
+// each member is erased exactly once, a refused erasure leaves it a member,
+// and no thread's own members are disturbed.
+TEST(PointerSet, ConcurrentErasuresOfOneMember) {
+  constexpr int kThreads = 3, kRounds = 300, kShared = 16;
+  PointerSet<int> set;
+  std::vector<int> shared(kShared);
+  std::vector<std::vector<int>> own(kThreads, std::vector<int>(8));
+  std::atomic<int> yes{0}, refused{0}, wrong{0}, round_go{0}, at_barrier{0}, finished{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < kRounds; ++r) {
+        while (round_go.load() <= r)
+          std::this_thread::yield();  // the main thread inserted the shared ones
+        for (auto& x : own[t]) set.insert_new(&x);
+        for (auto& x : shared) {
+          // Odd rounds: refuse first (every thread), then erase.
+          if (r % 2 == 1 &&
+              set.erase_if(&x, [](int*) { return false; }) == PointerSet<int>::Erased::kRefused) {
+            refused.fetch_add(1);
+          }
+        }
+        at_barrier.fetch_add(1);
+        while (at_barrier.load() < (r + 1) * kThreads) std::this_thread::yield();
+        for (auto& x : shared) {
+          if (set.erase(&x)) yes.fetch_add(1);
+        }
+        for (auto& x : own[t]) {
+          if (!set.contains(&x) || !set.erase(&x)) wrong.fetch_add(1);
+        }
+        finished.fetch_add(1);
+      }
+    });
+  }
+  for (int r = 0; r < kRounds; ++r) {
+    while (finished.load() < r * kThreads)
+      std::this_thread::yield();  // every thread ended the last round
+    for (auto& x : shared) ASSERT_TRUE(set.insert(&x));
+    round_go.store(r + 1);
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(yes.load(), kRounds * kShared);
+  EXPECT_EQ(refused.load(), (kRounds / 2) * kShared * kThreads);
+  EXPECT_EQ(wrong.load(), 0);
+  for (auto& x : shared) EXPECT_FALSE(set.contains(&x));
 }
 
 }  // namespace
