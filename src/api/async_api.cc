@@ -67,8 +67,9 @@ Status submit(const char* call, kf_comm* comm, AsyncOpSpec spec, const kf_op_opt
   comm->impl->apply_strategy(&spec);
   AsyncEngine* engine = &comm->impl->async();
   // Registered before submission: the callback may run inside submit().
-  // The engine fills the handle's own state (no copy: each copy of a
-  // shared_ptr is an atomic increment and decrement).
+  // The engine takes the handle's own state, not a copy (each copy of a
+  // shared_ptr is an atomic increment and decrement); without a handle it
+  // makes one into `state`.
   std::shared_ptr<AsyncRequest> state;
   kf_request* handle =
       req != nullptr ? RequestTable::get().add(comm, engine, AsyncRequest::make()) : nullptr;

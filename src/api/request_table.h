@@ -1,8 +1,8 @@
 // The object behind the opaque kf_request_t, and the table of live request
 // handles: a freed or foreign handle is rejected instead of dereferenced.
-// Checks, registration and unregistration take no lock
-// (base/pointer_set.h: kf_request_test, wait and wait_all check every
-// handle they are given; each operation makes and frees one). The memory of freed handles
+// Checks, registration and unregistration take no lock unless the table
+// overflows (base/pointer_set.h: kf_request_test, wait and wait_all check
+// every handle they are given; each operation makes and frees one). The memory of freed handles
 // is kept for the next (base/block_pool.h), the latest freed first: as
 // with malloc, a freed handle's value may come back as a new handle.
 #pragma once

@@ -7,9 +7,15 @@ namespace {
 
 // The free blocks of one size a thread keeps.
 struct Shelf {
-  size_t bytes = 0;  // 0: unused
   size_t n = 0;
   void* blocks[BlockPool::kThreadKeep];
+};
+
+// A thread's shelves, and the block size of each (0: unused) in one line,
+// so that finding a size reads one cache line.
+struct Shelves {
+  size_t bytes[BlockPool::kThreadSizes] = {};
+  Shelf shelf[BlockPool::kThreadSizes];
 };
 
 // A thread's shelves: made at its first allocation (deallocate() never
@@ -17,45 +23,57 @@ struct Shelf {
 // thread ends (Cleanup). A thread that only frees blocks frees them to the
 // pools, and so does one whose shelves are gone (`ended`: thread-local
 // objects destroyed after Cleanup may still free blocks). Trivial, so that
-// reading it costs one thread-local access and no initialisation check.
+// reading it needs no initialisation check; initial-exec, so that it is
+// one instruction away and not a call (__tls_get_addr) as thread-locals of
+// a shared library are by default. (Its 16 bytes come from the static TLS
+// space glibc keeps for such variables of libraries loaded by dlopen.)
 struct ThreadShelves {
-  Shelf* shelves;
+  Shelves* shelves;
   bool ended;
 };
-thread_local ThreadShelves t_shelves;
+thread_local ThreadShelves t_shelves __attribute__((tls_model("initial-exec")));
 
 struct Cleanup {
   ~Cleanup() {
     ThreadShelves& ts = t_shelves;
     ts.ended = true;
     if (ts.shelves == nullptr) return;
-    for (size_t i = 0; i < BlockPool::kThreadSizes; ++i) {
-      for (size_t j = 0; j < ts.shelves[i].n; ++j) ::operator delete(ts.shelves[i].blocks[j]);
+    for (const Shelf& sh : ts.shelves->shelf) {
+      for (size_t j = 0; j < sh.n; ++j) ::operator delete(sh.blocks[j]);
     }
-    delete[] ts.shelves;
+    delete ts.shelves;
     ts.shelves = nullptr;
   }
 };
 
+// The cold part of shelf_for(): the thread's first shelves.
+__attribute__((noinline)) Shelves* make_shelves() {
+  ThreadShelves& ts = t_shelves;
+  if (ts.ended) return nullptr;
+  static thread_local Cleanup cleanup;  // registered here, at the first shelves
+  (void)cleanup;
+  return ts.shelves = new Shelves;
+}
+
 // The calling thread's shelf for `bytes` (with `make`, the shelves are made
 // and an unused one taken if need be), or null: nothing kept, the thread is
-// ending, or every shelf holds another size.
-Shelf* shelf_for(size_t bytes, bool make) {
+// ending, or every shelf holds another size. `hint`: the pool's guess of
+// the shelf's index, tried first and updated (threads usually take their
+// sizes in the same order).
+inline Shelf* shelf_for(size_t bytes, bool make, std::atomic<uint32_t>* hint) {
   if (!kKeepMemory) return nullptr;
-  ThreadShelves& ts = t_shelves;
-  if (ts.shelves == nullptr) {
-    if (!make || ts.ended) return nullptr;
-    static thread_local Cleanup cleanup;  // registered here, at the first shelves
-    (void)cleanup;
-    ts.shelves = new Shelf[BlockPool::kThreadSizes];
-  }
-  for (size_t i = 0; i < BlockPool::kThreadSizes; ++i) {
-    Shelf& s = ts.shelves[i];
-    if (s.bytes == bytes) return &s;
-    if (s.bytes == 0) {
+  Shelves* s = t_shelves.shelves;
+  if (s == nullptr && (!make || (s = make_shelves()) == nullptr)) return nullptr;
+  const uint32_t h = hint->load(std::memory_order_relaxed);
+  if (h < BlockPool::kThreadSizes && s->bytes[h] == bytes) return &s->shelf[h];
+  for (uint32_t i = 0; i < BlockPool::kThreadSizes; ++i) {
+    if (s->bytes[i] == 0) {
       if (!make) return nullptr;
-      s.bytes = bytes;
-      return &s;
+      s->bytes[i] = bytes;
+    }
+    if (s->bytes[i] == bytes) {
+      hint->store(i, std::memory_order_relaxed);
+      return &s->shelf[i];
     }
   }
   return nullptr;
@@ -68,7 +86,7 @@ BlockPool::~BlockPool() {
 }
 
 void* BlockPool::allocate(size_t bytes) {
-  if (Shelf* s = shelf_for(bytes, true); s != nullptr && s->n > 0) return s->blocks[--s->n];
+  if (Shelf* s = shelf_for(bytes, true, &hint_); s != nullptr && s->n > 0) return s->blocks[--s->n];
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (bytes_ == 0) bytes_ = bytes;
@@ -82,7 +100,7 @@ void* BlockPool::allocate(size_t bytes) {
 }
 
 void BlockPool::deallocate(void* p, size_t bytes) {
-  if (Shelf* s = shelf_for(bytes, false); s != nullptr && s->n < kThreadKeep) {
+  if (Shelf* s = shelf_for(bytes, false, &hint_); s != nullptr && s->n < kThreadKeep) {
     s->blocks[s->n++] = p;
     return;
   }
@@ -103,7 +121,8 @@ size_t BlockPool::kept() const {
 }
 
 size_t BlockPool::thread_kept(size_t bytes) {
-  Shelf* s = shelf_for(bytes, false);
+  std::atomic<uint32_t> hint{0};
+  Shelf* s = shelf_for(bytes, false, &hint);
   return s != nullptr ? s->n : 0;
 }
 

@@ -26,7 +26,9 @@
 // so that a use after free is still caught.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <vector>
 
@@ -72,6 +74,7 @@ class BlockPool {
   std::vector<void*> free_;
   size_t bytes_ = 0;
   const size_t keep_;
+  std::atomic<uint32_t> hint_{0};  // where threads' shelves usually hold this size
 };
 
 // A standard allocator drawing single objects from a BlockPool (arrays go

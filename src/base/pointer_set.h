@@ -29,6 +29,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <thread>
 #include <unordered_set>
 
 #include "base/cpu_relax.h"
@@ -72,14 +73,25 @@ class PointerSet {
   Erased erase_if(T* p, Pred ok) {
     if (!valid(p)) return Erased::kNotMember;
     const uintptr_t want = address(p);
+    unsigned spins = 0;
     for (std::atomic<uintptr_t>* slot = slot_of(p); slot != nullptr; slot = slot_of(p)) {
       uintptr_t v = want;
       if (slot->compare_exchange_strong(v, want | kClaimBit, std::memory_order_acquire)) {
-        const bool yes = ok(p);
-        slot->store(yes ? kTomb : want, std::memory_order_release);
-        return yes ? Erased::kYes : Erased::kRefused;
+        struct Verdict {  // lays the tombstone, or gives the member back (also if `ok` throws)
+          std::atomic<uintptr_t>* slot;
+          uintptr_t value;
+          ~Verdict() { slot->store(value, std::memory_order_release); }
+        } verdict{slot, want};
+        if (!ok(p)) return Erased::kRefused;
+        verdict.value = kTomb;
+        return Erased::kYes;
       }
-      cpu_relax();  // claimed by another erasure: look again after its verdict
+      // Claimed by another erasure: look again after its verdict.
+      if (++spins % 64 == 0) {
+        std::this_thread::yield();  // (its thread may be off the CPU)
+      } else {
+        cpu_relax();
+      }
     }
     std::lock_guard<std::mutex> lock(mu_);
     if (overflow_.count(p) == 0) return Erased::kNotMember;

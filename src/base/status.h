@@ -14,6 +14,18 @@ class Status {
  public:
   Status() = default;
   Status(kf_status_t code, std::string message) : code_(code), message_(std::move(message)) {}
+  // Copies skip the string while both messages are empty (an ok status,
+  // copied several times per operation: a string copy is a library call).
+  Status(const Status& o) : code_(o.code_) {
+    if (!o.message_.empty()) message_ = o.message_;
+  }
+  Status& operator=(const Status& o) {
+    code_ = o.code_;
+    if (!o.message_.empty() || !message_.empty()) message_ = o.message_;
+    return *this;
+  }
+  Status(Status&&) noexcept = default;
+  Status& operator=(Status&&) noexcept = default;
 
   static Status ok() { return Status(); }
 

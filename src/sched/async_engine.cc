@@ -206,7 +206,7 @@ void AsyncEngine::enable_lane(ShmTransport* shm, bool single_copy, size_t one_sh
   }
   lo.cycle_us = std::max<int64_t>(1, knob_int(Knob::KF_FUSION_CYCLE_US));
   lane_.reset(new AsyncLane(
-      engine_, shm, lo,
+      engine_, shm, lo, &has_observer_,
       [this](AsyncEvent::Type type, const std::string& name, uint64_t seq, uint32_t partition,
              uint32_t partitions, int32_t priority, uint64_t bytes, const Status& st) {
         emit_event(type, name, seq, partition, partitions, priority, bytes, st);

@@ -475,6 +475,11 @@ class AsyncEngine {
   std::condition_variable completer_cv_;
   bool completer_idle_ = false;
 
+  // (Before lane_: the lane emits events through them until it is gone.)
+  std::mutex obs_mu_;
+  std::atomic<bool> has_observer_{false};
+  AsyncObserver observer_;  // guarded by obs_mu_
+
   std::unique_ptr<AsyncLane> lane_;  // null: no lane
   // Signature frames sent for the lane, kept until sent; guarded by mu_.
   struct LaneReply {
@@ -483,10 +488,6 @@ class AsyncEngine {
     TransferHandle sent;
   };
   std::vector<LaneReply> lane_replies_;
-
-  std::mutex obs_mu_;
-  std::atomic<bool> has_observer_{false};
-  AsyncObserver observer_;  // guarded by obs_mu_
 };
 
 }  // namespace kf

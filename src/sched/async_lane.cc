@@ -29,11 +29,12 @@ constexpr int64_t kTinyMarginMs = 50;
 
 }  // namespace
 
-AsyncLane::AsyncLane(Engine* engine, ShmTransport* shm, const LaneOptions& opts, Emit emit,
-                     Reply reply)
+AsyncLane::AsyncLane(Engine* engine, ShmTransport* shm, const LaneOptions& opts,
+                     const std::atomic<bool>* observed, Emit emit, Reply reply)
     : engine_(engine),
       shm_(shm),
       opts_(opts),
+      observed_(observed),
       emit_(std::move(emit)),
       reply_(std::move(reply)),
       log_(
@@ -101,8 +102,8 @@ void AsyncLane::take_in(AsyncOpSpec&& spec, uint64_t name_hash, uint64_t seq,
   op->submit_ns = now_coarse_ns();
   if (opts_.timeout_ms >= 0) op->deadline_ns = op->submit_ns + opts_.timeout_ms * 1000000;
   const uint64_t bytes = op->spec.count * es;
-  emit_(AsyncEvent::Type::kSubmit, op->spec.name, seq, 0, op->parts, op->spec.priority, bytes,
-        Status::ok());
+  emit(AsyncEvent::Type::kSubmit, op->spec.name, seq, 0, op->parts, op->spec.priority, bytes,
+       Status::ok());
 
   Done& done = intake->done;
   bool& deferred = intake->deferred;
@@ -168,8 +169,10 @@ void AsyncLane::take_in(AsyncOpSpec&& spec, uint64_t name_hash, uint64_t seq,
       deferred = true;
     }
     // (Relaxed, under the lock: a plain store, published by the unlock.
-    // A driver that misses it takes mu_ at its next look; no sleeping
-    // driver of this rank needs it, see after_take_in().)
+    // A driver that misses it takes mu_ at its next look. A driver of this
+    // rank asleep on the bell is rung only when completions were deferred
+    // to it (after_take_in()): Doorbell::ring()'s fence orders this store
+    // before that ring.)
     dirty_.store(true, std::memory_order_relaxed);
   }
 }
@@ -484,8 +487,8 @@ void AsyncLane::end_locked(LaneOp* op, const Status& st, Done* done) {
 
 void AsyncLane::complete(const Done& done) {
   for (const auto& op : done) {
-    emit_(AsyncEvent::Type::kFinish, op->spec.name, op->seq, 0, op->parts, op->spec.priority,
-          op->bytes(), op->result);
+    emit(AsyncEvent::Type::kFinish, op->spec.name, op->seq, 0, op->parts, op->spec.priority,
+         op->bytes(), op->result);
     run_completion_callback(op->spec, op->result);
     op->req->finish(op->result);
   }

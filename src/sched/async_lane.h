@@ -142,8 +142,12 @@ class AsyncLane {
   using Reply =
       std::function<void(int peer, const AsyncOpSpec& spec, uint64_t name_hash, uint64_t seq)>;
 
-  // `engine` and `shm` outlive the lane; shm has a lane region.
-  AsyncLane(Engine* engine, ShmTransport* shm, const LaneOptions& opts, Emit emit, Reply reply);
+  // `engine` and `shm` outlive the lane; shm has a lane region. Events go
+  // to `emit` only while *observed (the engine's flag, which outlives the
+  // lane) is true: most runs have no observer, and a call through a
+  // std::function per event is four calls per operation.
+  AsyncLane(Engine* engine, ShmTransport* shm, const LaneOptions& opts,
+            const std::atomic<bool>* observed, Emit emit, Reply reply);
   ~AsyncLane();  // close()
 
   // The region size for ShmOptions::lane_bytes.
@@ -265,7 +269,14 @@ class AsyncLane {
   Engine* const engine_;
   ShmTransport* const shm_;
   const LaneOptions opts_;
+  const std::atomic<bool>* const observed_;
   const Emit emit_;
+  void emit(AsyncEvent::Type type, const std::string& name, uint64_t seq, uint32_t partition,
+            uint32_t partitions, int32_t priority, uint64_t bytes, const Status& st) const {
+    if (observed_->load(std::memory_order_relaxed)) {
+      emit_(type, name, seq, partition, partitions, priority, bytes, st);
+    }
+  }
   const Reply reply_;
   LaneLog log_;
   const int me_;              // local index
@@ -277,9 +288,10 @@ class AsyncLane {
   uint64_t pos_ = 0;          // log entries processed (driver only)
   unsigned quiet_steps_ = 0;  // driver only
   // The entries a driver decided to append, and the operations of the
-  // fused pass it runs (driver only; reused, no allocation per pass). The
-  // pass's operations are running: they stay in ops_ until the driver ends
-  // them (no reference counted per operation).
+  // fused pass it runs (driver only; reused, no allocation per pass). While
+  // the pass runs its operations are marked running, so they stay in ops_
+  // until the driver ends them: fused_ holds plain pointers (no reference
+  // counted per operation), and is emptied if the pass does not run.
   LaneEntry batch_[LaneLog::kMaxBatch];
   std::vector<LaneOp*> fused_;
   std::vector<ArenaPiece> fused_pieces_;

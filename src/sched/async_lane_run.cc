@@ -106,8 +106,8 @@ Status AsyncLane::run_partition(LaneOp* op, uint32_t part) {
   const uint64_t count =
       op->spec.count > begin ? std::min(op->part_elems, op->spec.count - begin) : 0;
   const uint64_t bytes = count * es;
-  emit_(AsyncEvent::Type::kStart, op->spec.name, op->seq, part, op->parts, op->spec.priority, bytes,
-        Status::ok());
+  emit(AsyncEvent::Type::kStart, op->spec.name, op->seq, part, op->parts, op->spec.priority, bytes,
+       Status::ok());
   OpArena arena(shm_, 1, engine_, Deadline::after_ms(opts_.timeout_ms), &next_buffer_,
                 opts_.single_copy);
   const char* send = static_cast<const char*>(op->spec.send);
@@ -115,8 +115,8 @@ Status AsyncLane::run_partition(LaneOp* op, uint32_t part) {
   Status st = arena_all_reduce(arena, op->digest(count), count > 0 ? send + begin * es : send,
                                count > 0 ? recv + begin * es : recv, count, op->spec.dtype,
                                static_cast<kf_op_t>(op->spec.op), opts_.one_shot_bytes);
-  emit_(AsyncEvent::Type::kPartitionDone, op->spec.name, op->seq, part, op->parts,
-        op->spec.priority, bytes, st);
+  emit(AsyncEvent::Type::kPartitionDone, op->spec.name, op->seq, part, op->parts, op->spec.priority,
+       bytes, st);
   return st;
 }
 
@@ -127,8 +127,8 @@ Status AsyncLane::run_fused_pass() {
   pieces.clear();
   uint32_t digest = 0;
   for (const LaneOp* op : fused_) {
-    emit_(AsyncEvent::Type::kStart, op->spec.name, op->seq, 0, 1, op->spec.priority, op->bytes(),
-          Status::ok());
+    emit(AsyncEvent::Type::kStart, op->spec.name, op->seq, 0, 1, op->spec.priority, op->bytes(),
+         Status::ok());
     pieces.push_back({op->spec.send, op->spec.recv, static_cast<size_t>(op->spec.count)});
     digest = digest * 0x01000193u ^ op->digest(op->spec.count);
   }
@@ -138,8 +138,8 @@ Status AsyncLane::run_fused_pass() {
   Status st = arena_all_reduce_pieces(arena, digest, pieces.data(), pieces.size(), head.spec.dtype,
                                       static_cast<kf_op_t>(head.spec.op), opts_.one_shot_bytes);
   for (const LaneOp* op : fused_) {
-    emit_(AsyncEvent::Type::kPartitionDone, op->spec.name, op->seq, 0, 1, op->spec.priority,
-          op->bytes(), st);
+    emit(AsyncEvent::Type::kPartitionDone, op->spec.name, op->seq, 0, 1, op->spec.priority,
+         op->bytes(), st);
   }
   if (st.is_ok()) {
     fused_passes_.fetch_add(1, std::memory_order_relaxed);
@@ -178,6 +178,8 @@ uint64_t AsyncLane::run_fused(const LaneEntry& head, Done* done) {
     }
     if (in_order) {
       for (LaneOp* op : fused_) op->running = true;  // on_broken() leaves them to us
+    } else {
+      fused_.clear();  // (not running: others may end them once the lock is released)
     }
   }
   Status st = in_order ? run_fused_pass()

@@ -87,9 +87,9 @@ void race(int readers, Read read, Write write) {
 // Lookups on several threads while one inserts and erases: a member that
 // stays is always found.
 TEST(PointerSet, LookupsRaceUpdates) {
-  PointerSet<int> set;
-  // (Together past half the slots: the overflow set races too.)
-  std::vector<int> stay(64), churn(PointerSet<int>::kSlots / 2);
+  PointerSet<int, 64> set;  // (small: probes wrap around the table)
+  // (Together more than the table holds: the overflow set races too.)
+  std::vector<int> stay(16), churn(96);
   for (auto& x : stay) set.insert(&x);
   std::atomic<int> misses{0};
   race(
@@ -133,6 +133,79 @@ TEST(PointerSet, ChurnRacesLookups) {
         }
       });
   EXPECT_EQ(wrong.load(), 0);
+}
+
+// A member in the overflow set is erased only if asked, as one in the
+// table is.
+TEST(PointerSet, ErasesOverflowMembersIfAsked) {
+  using Set = PointerSet<int, 8>;
+  Set set;
+  std::vector<int> objs(24);  // (three times the table)
+  for (auto& x : objs) set.insert_new(&x);
+  for (auto& x : objs) {
+    EXPECT_TRUE(set.contains(&x));
+    EXPECT_EQ(set.erase_if(&x, [](int*) { return false; }), Set::Erased::kRefused);
+    EXPECT_TRUE(set.contains(&x));
+  }
+  for (auto& x : objs) EXPECT_TRUE(set.erase(&x));
+  for (auto& x : objs) EXPECT_FALSE(set.contains(&x));
+}
+
+// Threads refuse and erase the same members of a small table (some in the
+// overflow set) at once, while they insert and erase their own: the checks
+// of one member never run at once, each member is erased exactly once per
+// round, and no thread's own members are disturbed.
+TEST(PointerSet, ErasuresOfOneMemberAreExclusive) {
+  constexpr int kThreads = 3, kRounds = 200, kShared = 24;
+  using Set = PointerSet<int, 16>;
+  Set set;
+  std::vector<int> shared(kShared);
+  std::vector<std::atomic<int>> inside(kShared);
+  std::vector<std::vector<int>> own(kThreads, std::vector<int>(8));
+  std::atomic<int> yes{0}, overlap{0}, wrong{0}, round_go{0}, finished{0};
+  auto check = [&](int* p, bool verdict) {
+    std::atomic<int>& in = inside[static_cast<size_t>(p - shared.data())];
+    if (in.fetch_add(1) != 0) overlap.fetch_add(1);
+    std::this_thread::yield();  // (a window for another erasure to try)
+    in.fetch_sub(1);
+    return verdict;
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < kRounds; ++r) {
+        while (round_go.load() <= r) std::this_thread::yield();
+        for (auto& x : own[t]) set.insert_new(&x);
+        for (int i = 0; i < kShared; ++i) {
+          int* p = &shared[static_cast<size_t>((i + 7 * t) % kShared)];
+          // Refusals and erasures interleave: the thread whose turn it is
+          // erases, the others refuse until the member is gone.
+          const bool mine = (i + r) % kThreads == t;
+          auto e = set.erase_if(p, [&](int* q) { return check(q, mine); });
+          if (e == Set::Erased::kYes) yes.fetch_add(1);
+        }
+        for (auto& x : shared) {
+          if (set.erase_if(&x, [&](int* q) { return check(q, true); }) == Set::Erased::kYes) {
+            yes.fetch_add(1);
+          }
+        }
+        for (auto& x : own[t]) {
+          if (!set.contains(&x) || !set.erase(&x)) wrong.fetch_add(1);
+        }
+        finished.fetch_add(1);
+      }
+    });
+  }
+  for (int r = 0; r < kRounds; ++r) {
+    while (finished.load() < r * kThreads) std::this_thread::yield();
+    for (auto& x : shared) ASSERT_TRUE(set.insert(&x));
+    round_go.store(r + 1);
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(overlap.load(), 0);
+  EXPECT_EQ(yes.load(), kRounds * kShared);
+  EXPECT_EQ(wrong.load(), 0);
+  for (auto& x : shared) EXPECT_FALSE(set.contains(&x));
 }
 
 // Several threads erase the same members at once, and insert their own:
