@@ -26,8 +26,18 @@
 //    spent outside kf_request_wait_all.
 // Usage: async_overhead [-n batches] [-m burst ops] [-k ops per step]
 //                       [-b bytes per op[,bytes...]] [-s steps per steady batch]
+//                       [-p async|blocking]
 // (the step runs 4n batches of 2 steps, the steady step n batches of -s:
 // a step is short and its ratio the smallest effect measured).
+// -p: for profilers, only n steps of k operations of the first -b size,
+// asynchronous or blocking, inside one function each
+// (kf_perf_async_steps, kf_perf_blocking_steps: callgrind's
+// --toggle-collect takes their names), after 5 untimed steps; no figures.
+// Instructions per operation and the atomic instructions among them, e.g.
+//   kfrun -np 2 -x KF_TRANSPORT=shm valgrind --tool=callgrind --dump-instr=yes
+//     --toggle-collect=kf_perf_async_steps async_overhead -p async -n 200 -b 4096
+//   perf/tools/callgrind_atomics.py callgrind.out.<pid> 3200
+// (one command line; 3200 = n x k operations.)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -103,10 +113,66 @@ Pair alternate(kf_comm_t comm, int batches, int reps, const std::function<void()
 
 }  // namespace
 
+// The -p loops (extern "C", not inlined: profilers find them by name).
+extern "C" __attribute__((noinline)) void kf_perf_async_steps(kf_comm_t comm, int steps,
+                                                              std::vector<std::vector<float>>* bufs,
+                                                              const std::vector<std::string>& names,
+                                                              std::vector<kf_request_t>* reqs) {
+  for (int s = 0; s < steps; ++s) {
+    for (size_t j = 0; j < bufs->size(); ++j) {
+      std::vector<float>& b = (*bufs)[j];
+      check(kf_iall_reduce(comm, names[j].c_str(), b.data(), b.data(), b.size(), KF_FLOAT32, KF_SUM,
+                           nullptr, &(*reqs)[j]),
+            "istep");
+    }
+    check(kf_request_wait_all(reqs->size(), reqs->data()), "wait_all");
+    for (kf_request_t r : *reqs) check(kf_request_free(r), "free");
+  }
+}
+
+extern "C" __attribute__((noinline)) void kf_perf_blocking_steps(
+    kf_comm_t comm, int steps, std::vector<std::vector<float>>* bufs) {
+  for (int s = 0; s < steps; ++s) {
+    for (std::vector<float>& b : *bufs) {
+      check(kf_all_reduce(comm, b.data(), b.data(), b.size(), KF_FLOAT32, KF_SUM), "step");
+    }
+  }
+}
+
+namespace {
+
+int profile(kf_comm_t comm, bool async, int steps, int k, size_t bytes) {
+  std::vector<std::vector<float>> bufs(static_cast<size_t>(k), std::vector<float>(bytes / 4, 1.0f));
+  std::vector<std::string> names;
+  for (int j = 0; j < k; ++j) names.push_back("g" + std::to_string(j));
+  std::vector<kf_request_t> reqs(static_cast<size_t>(k));
+  for (int pass = 0; pass < 2; ++pass) {  // 5 untimed steps, then the profiled ones
+    const int n = pass == 0 ? 5 : steps;
+    if (async) {
+      kf_perf_async_steps(comm, n, &bufs, names, &reqs);
+    } else {
+      kf_perf_blocking_steps(comm, n, &bufs);
+    }
+  }
+  check(kf_barrier(comm), "barrier");
+  kf_comm_destroy(comm);
+  return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   int batches = 15, burst = 64, k = 16, steady = 8;
   std::vector<size_t> sizes{1 << 20};
+  const char* profiled = nullptr;
   for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "-p")) {
+      profiled = argv[i + 1];
+      if (std::strcmp(profiled, "async") != 0 && std::strcmp(profiled, "blocking") != 0) {
+        std::fprintf(stderr, "async_overhead: -p takes async or blocking\n");
+        return 2;
+      }
+    }
     if (!std::strcmp(argv[i], "-n")) batches = std::max(1, std::atoi(argv[i + 1]));
     if (!std::strcmp(argv[i], "-m")) burst = std::max(1, std::atoi(argv[i + 1]));
     if (!std::strcmp(argv[i], "-k")) k = std::max(1, std::atoi(argv[i + 1]));
@@ -128,6 +194,9 @@ int main(int argc, char** argv) {
   }
   kf_comm_t comm = nullptr;
   check(kf_comm_init_from_env(nullptr, &comm), "init");
+  if (profiled != nullptr) {
+    return profile(comm, !std::strcmp(profiled, "async"), batches, k, sizes.front());
+  }
   int rank = 0;
   kf_comm_rank(comm, &rank);
 
