@@ -13,6 +13,7 @@ them exactly and repeatably. Uses objdump (binutils). x86-64 only.
 """
 import collections
 import re
+import signal
 import subprocess
 import sys
 
@@ -68,6 +69,7 @@ def is_atomic(ins):
 
 
 def main():
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # (quiet under `| head`)
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     per = int(sys.argv[2]) if len(sys.argv) > 2 else 1
