@@ -19,16 +19,20 @@ import sys
 
 
 def executed(path):
-    """{(object, address): count} and {(object, address): function}.
+    """{(object, address): Ir count} and {(object, address): function}.
 
     Reads the callgrind format with or without compressed names ("fn=(3)")
-    and positions ("+4", "-2", "*": relative to the last address)."""
+    and positions ("+4", "-2", "*": relative to the last cost line's
+    address). The line after calls=, jump= or jcnd= gives the call or jump
+    site: it is neither an instruction's cost nor a new reference address."""
     counts = collections.defaultdict(int)
     fn_of = {}
     names = {}  # (kind, id) -> name
     ob = fn = None
     addr = 0
-    after_calls = False
+    npos = 1       # position columns before the costs
+    ir_col = 0     # Ir among the cost columns
+    skip_next = False
 
     def name(kind, value):
         m = re.match(r'\((\d+)\)\s*(.*)', value)
@@ -41,25 +45,36 @@ def executed(path):
     with open(path) as f:
         for line in f:
             line = line.rstrip('\n')
-            if line.startswith('ob='):
+            if line.startswith('positions:'):
+                pos = line.split()[1:]
+                if not pos or pos[0] != 'instr':
+                    sys.exit('no per-instruction counts: profile with --dump-instr=yes')
+                npos = len(pos)
+            elif line.startswith('events:'):
+                events = line.split()[1:]
+                if 'Ir' not in events:
+                    sys.exit('the profile has no Ir (instructions) event')
+                ir_col = events.index('Ir')
+            elif line.startswith('ob='):
                 ob = name('ob', line[3:])
             elif line.startswith('fn='):
                 fn = name('fn', line[3:])
-            elif line.startswith(('cob=', 'cfn=', 'cfi=', 'cfl=')):
-                name(line[1:3] if line.startswith('cob') else 'fn' if line.startswith('cfn') else 'fl',
-                     line[4:])
-            elif line.startswith('calls='):
-                after_calls = True  # the next cost line is the call's, not an instruction's
+            elif line.startswith('cob='):
+                name('ob', line[4:])
+            elif line.startswith(('cfn=', 'jfn=')):
+                name('fn', line[4:])
+            elif line.startswith(('calls=', 'jump=', 'jcnd=')):
+                skip_next = True
             elif line and (line[0] in '+-*' or line.startswith('0x')):
-                pos = line.split()[0]
-                if pos.startswith('0x'):
-                    addr = int(pos, 16)
-                elif pos[0] in '+-':
-                    addr += int(pos, 16) if pos[1:].startswith('0x') else int(pos, 0)
-                if after_calls:
-                    after_calls = False
+                if skip_next:
+                    skip_next = False
                     continue
-                counts[(ob, addr)] += int(line.split()[-1])
+                fields = line.split()
+                if fields[0] != '*':
+                    addr = int(fields[0], 0) if fields[0].startswith('0x') else addr + int(fields[0], 0)
+                costs = fields[npos:]
+                ir = int(costs[ir_col]) if ir_col < len(costs) else 0
+                counts[(ob, addr)] += ir
                 fn_of[(ob, addr)] = fn
     return counts, fn_of
 
@@ -79,8 +94,12 @@ def main():
     by_site = collections.defaultdict(int)
     total = 0
     for ob in {o for o, _ in counts}:
-        dump = subprocess.run(['objdump', '-d', '--no-show-raw-insn', ob],
-                              capture_output=True, text=True).stdout
+        run = subprocess.run(['objdump', '-d', '--no-show-raw-insn', ob],
+                             capture_output=True, text=True)
+        if run.returncode != 0:
+            print('(not disassembled: %s)' % ob, file=sys.stderr)
+            continue
+        dump = run.stdout
         for line in dump.splitlines():
             m = re.match(r'\s*([0-9a-f]+):\s+(.*)', line)
             if not m:

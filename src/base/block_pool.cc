@@ -13,7 +13,7 @@ struct Shelf {
 
 // A thread's shelves, and the block size of each (0: unused) in one line,
 // so that finding a size reads one cache line.
-struct Shelves {
+struct alignas(64) Shelves {
   size_t bytes[BlockPool::kThreadSizes] = {};
   Shelf shelf[BlockPool::kThreadSizes];
 };
@@ -23,15 +23,16 @@ struct Shelves {
 // thread ends (Cleanup). A thread that only frees blocks frees them to the
 // pools, and so does one whose shelves are gone (`ended`: thread-local
 // objects destroyed after Cleanup may still free blocks). Trivial, so that
-// reading it needs no initialisation check; initial-exec, so that it is
-// one instruction away and not a call (__tls_get_addr) as thread-locals of
-// a shared library are by default. (Its 16 bytes come from the static TLS
-// space glibc keeps for such variables of libraries loaded by dlopen.)
+// reading it needs no initialisation check. (The default TLS model: one
+// __tls_get_addr call per access. The initial-exec model would save it but
+// takes glibc's small static TLS reserve, and a library loaded by dlopen
+// into a process that has used it up, e.g. from Python after other native
+// modules, would fail to load.)
 struct ThreadShelves {
   Shelves* shelves;
   bool ended;
 };
-thread_local ThreadShelves t_shelves __attribute__((tls_model("initial-exec")));
+thread_local ThreadShelves t_shelves;
 
 struct Cleanup {
   ~Cleanup() {

@@ -28,6 +28,14 @@ TEST(Status, CopiesAndAssignsCodeAndMessage) {
   EXPECT_TRUE(b.message().empty());
   b = ok;  // empty <- empty
   EXPECT_TRUE(b.is_ok());
+  const Status coded(KF_ERR_TIMEOUT, "");  // an error without a message: only its code copies
+  b = coded;
+  EXPECT_EQ(b.code(), KF_ERR_TIMEOUT);
+  EXPECT_TRUE(b.message().empty());
+  Status c(coded);
+  EXPECT_EQ(c.code(), KF_ERR_TIMEOUT);
+  b = ok;
+  EXPECT_TRUE(b.is_ok());
   a = timeout_error("late");  // message <- message
   EXPECT_EQ(a.code(), KF_ERR_TIMEOUT);
   EXPECT_EQ(a.message(), "late");
