@@ -70,8 +70,11 @@ def executed(path):
                     skip_next = False
                     continue
                 fields = line.split()
-                if fields[0] != '*':
-                    addr = int(fields[0], 0) if fields[0].startswith('0x') else addr + int(fields[0], 0)
+                pos = fields[0]
+                if pos.startswith('0x'):
+                    addr = int(pos, 16)  # absolute
+                elif pos != '*':
+                    addr += int(pos, 0)  # relative: +N or -N
                 costs = fields[npos:]
                 ir = int(costs[ir_col]) if ir_col < len(costs) else 0
                 counts[(ob, addr)] += ir

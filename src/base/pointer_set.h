@@ -52,7 +52,7 @@ class PointerSet {
     if (!valid(p)) return false;
     std::lock_guard<std::mutex> lock(mu_);  // (two insertions of one pointer: one finds it)
     if (slot_of(p) != nullptr || overflow_.count(p) != 0) return false;
-    place_locked(p);
+    if (!place(p)) overflow_locked(p);
     return true;
   }
   // Inserts `p`, which is not a member (memory just allocated for a new
@@ -61,7 +61,7 @@ class PointerSet {
     if (!valid(p)) return;
     if (place(p)) return;
     std::lock_guard<std::mutex> lock(mu_);
-    place_locked(p);
+    overflow_locked(p);
   }
 
   enum class Erased { kNotMember, kRefused, kYes };
@@ -140,8 +140,8 @@ class PointerSet {
     }
     return false;
   }
-  void place_locked(T* p) {
-    if (place(p)) return;
+  // Puts `p`, which found no free slot, in the overflow set. Caller holds mu_.
+  void overflow_locked(T* p) {
     overflow_.insert(p);
     overflow_size_.store(overflow_.size(), std::memory_order_release);
   }

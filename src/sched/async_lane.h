@@ -240,6 +240,13 @@ class AsyncLane {
   void end_locked(LaneOp* op, const Status& st, Done* done);
   void complete(const Done& done);
   bool insert_locked(std::shared_ptr<LaneOp>* op);
+  // A trace event to emit_, only while the engine has an observer.
+  void emit(AsyncEvent::Type type, const std::string& name, uint64_t seq, uint32_t partition,
+            uint32_t partitions, int32_t priority, uint64_t bytes, const Status& st) const {
+    if (observed_->load(std::memory_order_relaxed)) {
+      emit_(type, name, seq, partition, partitions, priority, bytes, st);
+    }
+  }
   void flush_unpublished_locked();
   // The lane thread looks next at `at` if that is earlier than alarm_
   // (the timer follows if the thread sleeps).
@@ -271,12 +278,6 @@ class AsyncLane {
   const LaneOptions opts_;
   const std::atomic<bool>* const observed_;
   const Emit emit_;
-  void emit(AsyncEvent::Type type, const std::string& name, uint64_t seq, uint32_t partition,
-            uint32_t partitions, int32_t priority, uint64_t bytes, const Status& st) const {
-    if (observed_->load(std::memory_order_relaxed)) {
-      emit_(type, name, seq, partition, partitions, priority, bytes, st);
-    }
-  }
   const Reply reply_;
   LaneLog log_;
   const int me_;              // local index
