@@ -37,22 +37,28 @@
 //     Hence every operation that all ranks submit completes, whatever the
 //     submission order, credit or partition size. submit() never blocks.
 //     One exception to "at once": a partition X that a peer started on its
-//     credit while it ran nothing else (its start frame says so), named
-//     while a thread of this rank runs a partition Y that comes before X in
-//     the order every rank agrees on (rank 0's submission order, which
-//     signature frames carry, then the partition index), waits for Y and
-//     runs next on Y's thread, instead of waking another thread to run
-//     beside it: the peer finished first and started the next partition;
-//     this rank, still finishing Y, would not have started X on its own
-//     credit yet. Y's operation must complete without blocking (every
-//     signature in, no user callback). This keeps the guarantee: a
+//     credit while it ran no other credited or peer-started partition (its
+//     start frame says so), named while a thread of this rank runs a
+//     partition Y that comes before X in the order every rank agrees on
+//     (rank 0's submission order, which signature frames carry, then the
+//     partition index) and is at least as urgent, waits for Y: the thread
+//     that ends Y starts X next (it runs X itself, or hands it to the pool
+//     when it must return to its caller), instead of waking another thread
+//     to run X beside Y. The peer finished first and started the next
+//     partition; this rank, still finishing Y, would not have started X on
+//     its own credit yet. Y's operation must complete without blocking
+//     (every signature in, no user callback). This keeps the guarantee: a
 //     partition only ever waits for one before it in that one order, so the
 //     first partition in it that was started anywhere and does not complete
 //     still runs on every rank (on a thread of its own, or after one that
-//     comes earlier, which completes), hence completes: there is none.
-//     (Waiting only behind a peer that ran nothing else keeps the ranks
-//     from chaining every partition into that one order when the credit is
-//     small and there are many ranks: np 8 in tests/mp/async_stress.cc.)
+//     comes earlier, which completes), hence completes: there is none. The
+//     argument needs the peers' frames of a waiting X to be stored, not to
+//     stop the connection they share with Y's frames (the mailbox pauses a
+//     connection when its store of early messages is full): the partitions
+//     waiting so take at most a quarter of that store (KF_UNEXPECTED_BYTES),
+//     counting each twice its bytes. (Waiting only behind a peer that ran
+//     nothing else keeps the ranks from chaining every partition into that
+//     one order when the credit is small and the ranks many.)
 //  4. Running: a partition is the blocking algorithm (src/algo) on a slice,
 //     with its own frame keys: wire sequence = seq << 24 | partition. A
 //     thread in kf_request_wait() runs its request's started partitions
@@ -60,8 +66,9 @@
 //     then those of other operations that every rank submitted, never one
 //     still waiting for a peer's submission: the application may hold that
 //     submission back until this thread returns (tests/mp/async_depend.cc).
-//     The thread that finishes a partition runs the first partition its
-//     release of credit admits (a continuation) rather than waking another
+//     The thread that finishes a partition runs next the peer-started
+//     partition that waited for it (3.), else the first partition its
+//     release of credit admits (a continuation), rather than waking another
 //     thread for it, unless the operation's completion could block first
 //     (a peer's signature frame still missing, or a user callback): a
 //     started partition never waits for a thread that may block.
@@ -329,8 +336,8 @@ class AsyncEngine {
   Fuser::Stats fusion_stats() const;
   // The lane's counters (zeros without a lane).
   LaneStats lane_stats() const;
-  // Partitions a peer started that this rank ran after one of its running
-  // partitions, on the same thread (see 3. above), for tests.
+  // Partitions a peer started that waited for one this rank ran (see 3.
+  // above), for tests.
   uint64_t deferred_starts() const;
 
   // Online tuning. Partition size applies to operations submitted after the
@@ -481,6 +488,7 @@ class AsyncEngine {
   // weigh on admission like ours when they come first in our order.
   std::vector<AsyncPartition*> peer_started_;
   uint64_t deferred_starts_ = 0;  // peers' starts run after a partition of ours (see 3.)
+  uint64_t deferred_bytes_ = 0;   // bytes of the partitions waiting so now, twice (see 3.)
   std::vector<std::thread> workers_;
   size_t idle_workers_ = 0;
   std::vector<Parked*> parked_;  // threads asleep in wait()

@@ -100,6 +100,7 @@ void AsyncEngine::force_locked(AsyncOp* op, uint32_t index, bool may_defer) {
     if (AsyncPartition* y = defer_target_locked(p)) {
       y->next_forced = p;  // (p stays runnable, in no queue: y's thread takes it)
       ++deferred_starts_;
+      deferred_bytes_ += 2 * p->bytes;
       return;
     }
   }
@@ -131,18 +132,21 @@ bool agreed_before(const AsyncPartition* a, const AsyncPartition* b) {
 }  // namespace
 
 // A partition a thread of this rank runs that the peer-started `x` may wait
-// for, to run next on the same thread (async_engine.h, 3.): one before it in
-// the agreed order, of an operation every rank submitted whose completion
-// never blocks (no user callback), with no other partition waiting for it.
-// The latest such in the agreed order; null if none.
+// for, to start after it (async_engine.h, 3.): one before it in the agreed
+// order and at least as urgent, of an operation every rank submitted whose
+// completion never blocks (no user callback), with no other partition
+// waiting for it; and only while the partitions waiting so stay within a
+// quarter of the mailbox's store of early messages (their peers' frames
+// wait there). The latest such in the agreed order; null if none.
 AsyncPartition* AsyncEngine::defer_target_locked(AsyncPartition* x) {
   if (!x->op->confirmed || x->op->fused || !agreed_order_locked(x->op)) return nullptr;
+  if (deferred_bytes_ + 2 * x->bytes > engine_->mailbox().limit_bytes() / 4) return nullptr;
   AsyncPartition* best = nullptr;
   auto consider = [&](AsyncPartition* y) {
     AsyncOp* yo = y->op;
     if (y->state != AsyncPartition::State::kRunning || y->next_forced != nullptr || yo->fused ||
-        !yo->confirmed || yo->spec.on_complete || !agreed_order_locked(yo) ||
-        !agreed_before(y, x)) {
+        !yo->confirmed || yo->spec.on_complete || yo->spec.priority > x->op->spec.priority ||
+        !agreed_order_locked(yo) || !agreed_before(y, x)) {
       return;
     }
     if (best == nullptr || agreed_before(best, y)) best = y;

@@ -36,11 +36,12 @@ struct AsyncPartition {
   bool credited = false;         // started on this rank's credit
   bool peer_started = false;     // a peer started it, its operation confirmed here
   bool eager = false;            // started at submission, outside the credit
-  // Started on this rank's credit while no other partition ran here (its
-  // start frame says so: a peer may then run it after one of its own).
+  // Started on this rank's credit while no other credited or peer-started
+  // partition ran here (its start frame says so: a peer may then start it
+  // after one of its own).
   bool sole = false;
   // A partition a peer started that waits for this one to end: the thread
-  // that runs this one runs it next (async_engine.h, 3.).
+  // that ends this one starts it next (async_engine.h, 3.).
   AsyncPartition* next_forced = nullptr;
 };
 

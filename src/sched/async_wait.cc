@@ -291,9 +291,9 @@ Status AsyncEngine::run_planned(AsyncPartition* p) {
 // Releases p's credit and admits what it allows. Returns the caller's
 // continuation: the peer-started partition that waited for p (async_engine.h,
 // 3.), else the first partition admitted, unless completing the operation
-// (here, first) could block: then both go to the pool. A completion is quick
-// when every peer's signature frame is in (confirmed) and no user callback
-// runs.
+// (here, first) could block: then both go to the pool (a partition only
+// waits for p if p's completion is quick). A completion is quick when every
+// peer's signature frame is in (confirmed) and no user callback runs.
 AsyncPartition* AsyncEngine::partition_done(AsyncPartition* p, const Status& st) {
   AsyncOp* o = p->op;
   std::vector<AsyncPartition*> starts;
@@ -304,6 +304,7 @@ AsyncPartition* AsyncEngine::partition_done(AsyncPartition* p, const Status& st)
     p->state = AsyncPartition::State::kDone;
     after = p->next_forced;
     p->next_forced = nullptr;
+    if (after != nullptr) deferred_bytes_ -= 2 * after->bytes;
     if (p->credited) {
       credited_bytes_ -= p->bytes;
       credited_.erase(std::find(credited_.begin(), credited_.end(), p));
