@@ -12,7 +12,6 @@
 #include "base/config.h"
 #include "base/deadline.h"
 #include "base/dtype.h"
-#include "base/log.h"
 #include "sched/any_completion.h"
 #include "sched/async_lane.h"
 #include "sched/async_state.h"
@@ -160,16 +159,11 @@ void AsyncEngine::close() {
   if (busy) engine_->abort(aborted_error("the communicator was destroyed with operations pending"));
   drain(timeout_ms_ < 0 ? 10000 : timeout_ms_);
   std::vector<std::thread> workers;
-  uint64_t deferred;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
     workers.swap(workers_);
-    deferred = deferred_starts_;
   }
-  KF_LOG_DEBUG("async engine of rank " + std::to_string(rank_) + ": " + std::to_string(deferred) +
-               " partitions peers started ran after one of this rank's, " +
-               std::to_string(workers.size()) + " worker threads");
   work_cv_.notify_all();
   inspect_cv_.notify_all();
   completer_cv_.notify_all();
@@ -264,11 +258,6 @@ LaneStats AsyncEngine::lane_stats() const {
   return lane_ ? lane_->stats() : LaneStats{};
 }
 
-uint64_t AsyncEngine::deferred_starts() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return deferred_starts_;
-}
-
 void AsyncEngine::set_partition_bytes(uint64_t bytes) {
   partition_bytes_.store(bytes > 0 ? bytes : knob_bytes(Knob::KF_PARTITION_BYTES, 4 << 20));
 }
@@ -359,9 +348,6 @@ Status AsyncEngine::submit(AsyncOpSpec&& spec, std::shared_ptr<AsyncRequest>* ou
     std::lock_guard<std::mutex> lock(mu_);
     o->seq = next_seq_[o->name_hash]++;
     o->order = next_order_++;
-    o->sig.order = static_cast<uint32_t>(o->order);
-    o->agreed_order = o->sig.order;
-    o->agreed_known = rank_ == 0;
     o->unfinished = o->plan.count + 1;  // +1: this submission
     pending_[{o->name_hash, o->seq}] = op;
     o->req->op_ = o;
@@ -408,11 +394,9 @@ Status AsyncEngine::submit(AsyncOpSpec&& spec, std::shared_ptr<AsyncRequest>* ou
     o->seen.assign(static_cast<size_t>(size_), 0);
     auto rem = remembered_.find({o->name_hash, o->seq});
     if (rem != remembered_.end()) {
-      for (uint32_t i = 0; i < rem->second.prefix && i < o->plan.count; ++i) {
-        force_locked(o, i, false);
-      }
+      for (uint32_t i = 0; i < rem->second.prefix && i < o->plan.count; ++i) force_locked(o, i);
       for (uint32_t i : rem->second.parts) {
-        if (i < o->plan.count) force_locked(o, i, false);
+        if (i < o->plan.count) force_locked(o, i);
       }
       for (int src : rem->second.submitted_by) saw_signature_locked(o, src);
       gave_up = rem->second.gave_up;

@@ -36,29 +36,6 @@
 //     only peer-started ones of confirmed operations weigh on admission.
 //     Hence every operation that all ranks submit completes, whatever the
 //     submission order, credit or partition size. submit() never blocks.
-//     One exception to "at once": a partition X that a peer started on its
-//     credit while it ran no other credited or peer-started partition (its
-//     start frame says so), named while a thread of this rank runs a
-//     partition Y that comes before X in the order every rank agrees on
-//     (rank 0's submission order, which signature frames carry, then the
-//     partition index) and is at least as urgent, waits for Y: the thread
-//     that ends Y starts X next (it runs X itself, or hands it to the pool
-//     when it must return to its caller), instead of waking another thread
-//     to run X beside Y. The peer finished first and started the next
-//     partition; this rank, still finishing Y, would not have started X on
-//     its own credit yet. Y's operation must complete without blocking
-//     (every signature in, no user callback). This keeps the guarantee: a
-//     partition only ever waits for one before it in that one order, so the
-//     first partition in it that was started anywhere and does not complete
-//     still runs on every rank (on a thread of its own, or after one that
-//     comes earlier, which completes), hence completes: there is none. The
-//     argument needs the peers' frames of a waiting X to be stored, not to
-//     stop the connection they share with Y's frames (the mailbox pauses a
-//     connection when its store of early messages is full): the partitions
-//     waiting so take at most a quarter of that store (KF_UNEXPECTED_BYTES),
-//     counting each twice its bytes. (Waiting only behind a peer that ran
-//     nothing else keeps the ranks from chaining every partition into that
-//     one order when the credit is small and the ranks many.)
 //  4. Running: a partition is the blocking algorithm (src/algo) on a slice,
 //     with its own frame keys: wire sequence = seq << 24 | partition. A
 //     thread in kf_request_wait() runs its request's started partitions
@@ -66,9 +43,8 @@
 //     then those of other operations that every rank submitted, never one
 //     still waiting for a peer's submission: the application may hold that
 //     submission back until this thread returns (tests/mp/async_depend.cc).
-//     The thread that finishes a partition runs next the peer-started
-//     partition that waited for it (3.), else the first partition its
-//     release of credit admits (a continuation), rather than waking another
+//     The thread that finishes a partition runs the first partition its
+//     release of credit admits (a continuation) rather than waking another
 //     thread for it, unless the operation's completion could block first
 //     (a peer's signature frame still missing, or a user callback): a
 //     started partition never waits for a thread that may block.
@@ -336,9 +312,6 @@ class AsyncEngine {
   Fuser::Stats fusion_stats() const;
   // The lane's counters (zeros without a lane).
   LaneStats lane_stats() const;
-  // Partitions a peer started that waited for one this rank ran (see 3.
-  // above), for tests.
-  uint64_t deferred_starts() const;
 
   // Online tuning. Partition size applies to operations submitted after the
   // call; every rank must make the same change at the same point of its
@@ -376,9 +349,6 @@ class AsyncEngine {
   // they submit it later (instead of completing it alone, a fused operation
   // whose peers' data is all in), or when it is still in progress there.
   static constexpr uint32_t kGaveUpStep = 0xfffffff3u;  // (0xfffffff2: kBundleStep)
-  // A start frame's value (the frame's signature field) with this bit: the
-  // sender ran no other partition when it started this one (see 3.).
-  static constexpr uint32_t kStartSole = 1;
   static constexpr int kPartitionBits = 24;
   static constexpr uint64_t kPartitionMask = (uint64_t(1) << kPartitionBits) - 1;
   // At most this many partitions weigh on an admission (see Scheduling), so
@@ -400,9 +370,7 @@ class AsyncEngine {
   Status submit_to_lane(AsyncOpSpec&& spec, std::shared_ptr<AsyncRequest>* out);
   void admit_locked(std::vector<AsyncPartition*>* starts);
   AsyncPartition* admissible_locked();
-  void force_locked(AsyncOp* op, uint32_t index, bool may_defer);
-  AsyncPartition* defer_target_locked(AsyncPartition* x);
-  bool agreed_order_locked(AsyncOp* op);
+  void force_locked(AsyncOp* op, uint32_t index);
   void dispatch_locked(AsyncPartition* p);
   void drop_queued_locked(AsyncOp* op);
   void confirm_locked(AsyncOp* op);
@@ -483,12 +451,10 @@ class AsyncEngine {
   bool admit_task_queued_ = false;  // an admission task waits in runnable_
   std::deque<AsyncPartition*> runnable_;
   uint64_t credited_bytes_ = 0;  // bytes of partitions started on our credit
-  std::vector<AsyncPartition*> credited_;  // and those partitions
+  uint32_t credited_count_ = 0;  // and their number
   // Running partitions of confirmed operations that a peer started: they
   // weigh on admission like ours when they come first in our order.
   std::vector<AsyncPartition*> peer_started_;
-  uint64_t deferred_starts_ = 0;  // peers' starts run after a partition of ours (see 3.)
-  uint64_t deferred_bytes_ = 0;   // bytes of the partitions waiting so now, twice (see 3.)
   std::vector<std::thread> workers_;
   size_t idle_workers_ = 0;
   std::vector<Parked*> parked_;  // threads asleep in wait()

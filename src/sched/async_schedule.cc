@@ -25,9 +25,8 @@ void AsyncEngine::admit_locked(std::vector<AsyncPartition*>* starts) {
     AsyncOp* o = p->op;
     p->state = AsyncPartition::State::kRunnable;
     p->credited = true;
-    p->sole = credited_.empty() && peer_started_.empty();
     credited_bytes_ += p->bytes;
-    credited_.push_back(p);
+    ++credited_count_;
     starts->push_back(p);
     if (--o->queued == 0) {
       ready_.erase(ready_.begin());
@@ -48,7 +47,7 @@ AsyncPartition* AsyncEngine::admissible_locked() {
   // order (the same operation, or a more urgent one): then the ranks
   // share the window rather than each adding a partition of its own.
   uint64_t bytes = credited_bytes_;
-  uint32_t count = static_cast<uint32_t>(credited_.size());
+  uint32_t count = credited_count_;
   const QueueKey& head = *ready_.begin();
   for (const AsyncPartition* q : peer_started_) {
     if (q->op == o || QueueKey{q->op->spec.priority, q->op->order, q->op} < head) {
@@ -81,10 +80,8 @@ void AsyncEngine::saw_signature_locked(AsyncOp* o, int src) {
 // credit. It weighs on admission (admit_locked) if every rank submitted the
 // operation (then it surely completes); one still waiting for a rank's
 // submission must not, or that rank could wait for a partition it keeps
-// queued. With `may_defer` (a start frame: the peer started it on its
-// credit while nothing else ran there) it may instead run after a partition
-// of ours that comes before it (async_engine.h, 3.).
-void AsyncEngine::force_locked(AsyncOp* op, uint32_t index, bool may_defer) {
+// queued.
+void AsyncEngine::force_locked(AsyncOp* op, uint32_t index) {
   AsyncPartition* p = &op->parts[index];
   if (p->state != AsyncPartition::State::kQueued) return;
   p->state = AsyncPartition::State::kRunnable;
@@ -96,64 +93,7 @@ void AsyncEngine::force_locked(AsyncOp* op, uint32_t index, bool may_defer) {
     ready_.erase(QueueKey{op->spec.priority, op->order, op});
     op->in_ready = false;
   }
-  if (may_defer) {
-    if (AsyncPartition* y = defer_target_locked(p)) {
-      y->next_forced = p;  // (p stays runnable, in no queue: y's thread takes it)
-      ++deferred_starts_;
-      deferred_bytes_ += 2 * p->bytes;
-      return;
-    }
-  }
   dispatch_locked(p);
-}
-
-// Whether rank 0's submission order of `o` is known here (read from its
-// signature frame once that is in; the receive was posted before `o` got
-// ready, and is only read after it is done).
-bool AsyncEngine::agreed_order_locked(AsyncOp* o) {
-  if (!o->agreed_known && rank_ != 0 && size_ > 1) {
-    const TransferHandle& t = o->sig_recv[0];
-    if (t && t->done() && t->status().is_ok()) {
-      o->agreed_order = decode_sig_order(o->sig_in[0].data());
-      o->agreed_known = true;
-    }
-  }
-  return o->agreed_known;
-}
-
-namespace {
-// The order every rank agrees on: rank 0's submission order (32 bits: the
-// operations compared are in flight together, far less than 2^31 apart),
-// then the partition index.
-bool agreed_before(const AsyncPartition* a, const AsyncPartition* b) {
-  const int32_t d = static_cast<int32_t>(a->op->agreed_order - b->op->agreed_order);
-  return d != 0 ? d < 0 : a->index < b->index;
-}
-}  // namespace
-
-// A partition a thread of this rank runs that the peer-started `x` may wait
-// for, to start after it (async_engine.h, 3.): one before it in the agreed
-// order and at least as urgent, of an operation every rank submitted whose
-// completion never blocks (no user callback), with no other partition
-// waiting for it; and only while the partitions waiting so stay within a
-// quarter of the mailbox's store of early messages (their peers' frames
-// wait there). The latest such in the agreed order; null if none.
-AsyncPartition* AsyncEngine::defer_target_locked(AsyncPartition* x) {
-  if (!x->op->confirmed || x->op->fused || !agreed_order_locked(x->op)) return nullptr;
-  if (deferred_bytes_ + 2 * x->bytes > engine_->mailbox().limit_bytes() / 4) return nullptr;
-  AsyncPartition* best = nullptr;
-  auto consider = [&](AsyncPartition* y) {
-    AsyncOp* yo = y->op;
-    if (y->state != AsyncPartition::State::kRunning || y->next_forced != nullptr || yo->fused ||
-        !yo->confirmed || yo->spec.on_complete || yo->spec.priority > x->op->spec.priority ||
-        !agreed_order_locked(yo) || !agreed_before(y, x)) {
-      return;
-    }
-    if (best == nullptr || agreed_before(best, y)) best = y;
-  };
-  for (AsyncPartition* y : credited_) consider(y);
-  for (AsyncPartition* y : peer_started_) consider(y);
-  return best;
 }
 
 void AsyncEngine::drop_queued_locked(AsyncOp* op) {
@@ -232,8 +172,8 @@ void AsyncEngine::announce(const std::vector<AsyncPartition*>& starts, const Asy
   for (AsyncPartition* p : starts) {
     if (p->op == skip && p->index < prefix) continue;
     AsyncOp* o = p->op;
-    OpPeers peers(engine_, o->spec.name, o->name_hash, (o->seq << kPartitionBits) | p->index,
-                  p->sole ? kStartSole : 0, o->deadline);
+    OpPeers peers(engine_, o->spec.name, o->name_hash, (o->seq << kPartitionBits) | p->index, 0,
+                  o->deadline);
     // The partition's own frames follow at once (or it waits or ends, which
     // sends held frames first): the start frame rides along with them, one
     // write and one wake-up of the peer instead of two.
@@ -262,7 +202,7 @@ bool AsyncEngine::on_control_frame(int src, uint64_t name_hash, uint64_t wire_se
   if (it != pending_.end() && it->second->ready) {
     AsyncOp* o = it->second.get();
     if (step == kSigStep) {
-      for (uint32_t i = 0; i < chunk && i < o->plan.count; ++i) force_locked(o, i, false);
+      for (uint32_t i = 0; i < chunk && i < o->plan.count; ++i) force_locked(o, i);
       saw_signature_locked(o, src);
       if (!o->confirmed && o->sigs_seen + 1 == static_cast<uint32_t>(size_)) {
         confirm_locked(o);
@@ -276,7 +216,7 @@ bool AsyncEngine::on_control_frame(int src, uint64_t name_hash, uint64_t wire_se
         }
       }
     } else if (part < o->plan.count) {
-      force_locked(o, part, (chunk & kStartSole) != 0);
+      force_locked(o, part);
     }
     return false;
   }

@@ -42,7 +42,6 @@ void encode_sig(const SigRecord& s, char out[kSigRecordBytes]) {
   put(out, 32, n, 4);
   put(out, 36, static_cast<uint32_t>(s.strategy), 4);
   put(out, 40, s.fused ? 1u : 0u, 4);
-  put(out, 44, s.order, 4);
   std::memcpy(out + 48, s.name.data(), n);
 }
 
@@ -57,13 +56,8 @@ SigRecord decode_sig(const char in[kSigRecordBytes]) {
   size_t n = std::min<size_t>(get(in, 32, 4), 255);
   s.strategy = static_cast<int32_t>(get(in, 36, 4));
   s.fused = get(in, 40, 4) != 0;
-  s.order = static_cast<uint32_t>(get(in, 44, 4));
   s.name.assign(in + 48, n);
   return s;
-}
-
-uint32_t decode_sig_order(const char in[kSigRecordBytes]) {
-  return static_cast<uint32_t>(get(in, 44, 4));
 }
 
 std::string sig_difference(const SigRecord& a, int ra, const SigRecord& b, int rb) {

@@ -20,10 +20,6 @@ struct SigRecord {
   int32_t strategy = -1;  // a kf::Strategy, or -1 for the flat algorithms
   bool fused = false;     // runs fused (sched/fusion.h)
   std::string name;  // at most 255 bytes travel
-  // Not part of the signature (never compared): the sender's submission
-  // order (low 32 bits of AsyncOp::order). Rank 0's is the order every rank
-  // agrees on for deferring peer-started partitions (async_engine.h, 3).
-  uint32_t order = 0;
 };
 
 constexpr size_t kSigRecordBytes = 48 + 256;
@@ -31,8 +27,6 @@ constexpr size_t kSigRecordBytes = 48 + 256;
 // Fixed-size little-endian encoding (the frame length is the same for all).
 void encode_sig(const SigRecord& s, char out[kSigRecordBytes]);
 SigRecord decode_sig(const char in[kSigRecordBytes]);
-// Only the `order` field of an encoded record.
-uint32_t decode_sig_order(const char in[kSigRecordBytes]);
 
 // "" when equal, else e.g. "count 100 on rank 0 vs 99 on rank 2".
 std::string sig_difference(const SigRecord& mine, int my_rank, const SigRecord& theirs,

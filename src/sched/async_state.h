@@ -36,13 +36,6 @@ struct AsyncPartition {
   bool credited = false;         // started on this rank's credit
   bool peer_started = false;     // a peer started it, its operation confirmed here
   bool eager = false;            // started at submission, outside the credit
-  // Started on this rank's credit while no other credited or peer-started
-  // partition ran here (its start frame says so: a peer may then start it
-  // after one of its own).
-  bool sole = false;
-  // A partition a peer started that waits for this one to end: the thread
-  // that ends this one starts it next (async_engine.h, 3.).
-  AsyncPartition* next_forced = nullptr;
 };
 
 struct AsyncOp {
@@ -50,11 +43,6 @@ struct AsyncOp {
   uint64_t name_hash = 0;
   uint64_t seq = 0;
   uint64_t order = 0;  // local submission order (priority ties)
-  // Rank 0's submission order of it (low 32 bits): the order every rank
-  // agrees on (async_engine.h, 3.). Known on rank 0 at submission, elsewhere
-  // once rank 0's signature frame is in. Engine mutex.
-  uint32_t agreed_order = 0;
-  bool agreed_known = false;
   uint32_t digest = 0;
   PartitionPlan plan;
   SigRecord sig;

@@ -288,26 +288,21 @@ Status AsyncEngine::run_planned(AsyncPartition* p) {
   return st;
 }
 
-// Releases p's credit and admits what it allows. Returns the caller's
-// continuation: the peer-started partition that waited for p (async_engine.h,
-// 3.), else the first partition admitted, unless completing the operation
-// (here, first) could block: then both go to the pool (a partition only
-// waits for p if p's completion is quick). A completion is quick when every
-// peer's signature frame is in (confirmed) and no user callback runs.
+// Releases p's credit and admits what it allows. Returns the first
+// partition admitted as the caller's continuation, unless completing the
+// operation (here, first) could block: then every admitted partition goes
+// to the pool. A completion is quick when every peer's signature frame is
+// in (confirmed) and no user callback runs.
 AsyncPartition* AsyncEngine::partition_done(AsyncPartition* p, const Status& st) {
   AsyncOp* o = p->op;
   std::vector<AsyncPartition*> starts;
-  AsyncPartition* after;
   bool fin, quick;
   {
     std::lock_guard<std::mutex> lock(mu_);
     p->state = AsyncPartition::State::kDone;
-    after = p->next_forced;
-    p->next_forced = nullptr;
-    if (after != nullptr) deferred_bytes_ -= 2 * after->bytes;
     if (p->credited) {
       credited_bytes_ -= p->bytes;
-      credited_.erase(std::find(credited_.begin(), credited_.end(), p));
+      --credited_count_;
     }
     if (p->peer_started) {
       peer_started_.erase(std::find(peer_started_.begin(), peer_started_.end(), p));
@@ -320,19 +315,11 @@ AsyncPartition* AsyncEngine::partition_done(AsyncPartition* p, const Status& st)
     fin = --o->unfinished == 0;
     quick = !fin || (o->confirmed && !o->spec.on_complete);
     admit_locked(&starts);
-    if (after != nullptr) {
-      if (quick) {
-        after->state = AsyncPartition::State::kRunning;
-      } else {
-        dispatch_locked(after);  // (not taken: a deferral needs a quick completion)
-        after = nullptr;
-      }
-    }
   }
   announce(starts, nullptr, 0);
-  AsyncPartition* next = dispatch_starts(&starts, quick && after == nullptr);
+  AsyncPartition* next = dispatch_starts(&starts, quick);
   if (fin) finalize(o);
-  return after != nullptr ? after : next;
+  return next;
 }
 
 }  // namespace kf

@@ -12,9 +12,8 @@ namespace kf {
 
 constexpr uint32_t kFrameMagic = 0x3146464bu;  // "KFF1" little-endian
 // 2: OpSignature::digest mixes words, not bytes (session 19): a rank of
-// another build is refused, not met with signature mismatches. 3: the
-// signature record carries the sender's submission order (session 21).
-constexpr uint16_t kFrameVersion = 3;
+// another build is refused, not met with signature mismatches.
+constexpr uint16_t kFrameVersion = 2;
 constexpr size_t kFrameHeaderBytes = 48;
 // Largest payload one frame may announce. Larger user messages are cut into
 // chunks by the engine long before this.

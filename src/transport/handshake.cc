@@ -11,7 +11,7 @@ namespace kf {
 namespace {
 
 constexpr uint32_t kHelloMagic = 0x3148464bu;  // "KFH1"
-constexpr uint16_t kHelloVersion = 3;          // with kFrameVersion 3
+constexpr uint16_t kHelloVersion = 2;          // with kFrameVersion 2
 constexpr size_t kNonceBytes = 16;
 constexpr size_t kHelloBytes = 4 + 2 + 2 + 4 + 4 + kNonceBytes;
 

@@ -87,8 +87,6 @@ class Mailbox {
   void set_indirect_peers(std::vector<int> peers);
 
   size_t unexpected_bytes() const;
-  // The store's bound (KF_UNEXPECTED_BYTES): past it, reading pauses.
-  size_t limit_bytes() const { return limit_bytes_; }
 
   // How receives posted from now on are waited for: polled `spin_us`, then
   // driven by `driver` if not null (Transfer::set_spin_us, set_driver). Set

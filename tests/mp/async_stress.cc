@@ -39,7 +39,8 @@ struct OpDesc {
   uint64_t partition_bytes = 0;
   bool in_place = false;
   // A completion callback: on half the operations (the scheduler treats an
-  // operation with one differently: a peer's start never waits for it).
+  // operation with one differently: the thread that ends its last partition
+  // hands what that admits to the pool instead of running it).
   bool callback = false;
 };
 

@@ -170,10 +170,10 @@ void* attack_main(void* arg) {
         ++a->connections;
         ++a->per_endpoint[ep];
       }
-      // 4b. A header in the shape of a data frame ("KFF1", version 3, type
+      // 4b. A header in the shape of a data frame ("KFF1", version 2, type
       // data) announcing 2^62 payload bytes, sent before any handshake.
       if ((fd = connect_to(ep)) >= 0) {
-        unsigned char frame[48] = {'K', 'F', 'F', '1', 3, 0, 1, 0};
+        unsigned char frame[48] = {'K', 'F', 'F', '1', 2, 0, 1, 0};
         const uint64_t huge = 1ull << 62;
         std::memcpy(frame + 40, &huge, sizeof huge);
         send_all(fd, frame, sizeof frame);
