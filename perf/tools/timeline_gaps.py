@@ -33,9 +33,8 @@ def partitions(path):
     for e in events:
         if e.get("cat") != "chunk":
             continue
-        # A slice is keyed by its id and name: the same partition of one
-        # operation has one id on every rank, and partitions of one
-        # operation share the id (names differ by "#k").
+        # A partition's begin and end carry the same id (the operation's,
+        # with the partition index appended) and name ("<op> #k").
         key = (e.get("id"), e.get("name"))
         if e.get("ph") == "b":
             begun[key] = e
@@ -63,7 +62,7 @@ def report(path, skip):
         last_end = max(last_end, end)
     gaps_sorted = sorted(gaps)
     idle = sum(g for g in gaps if g > 0)
-    busy = spans[-1][1] - spans[0][0]
+    busy = last_end - spans[0][0]  # (the last to start need not be the last to end)
     threads = collections.Counter(tid for _, _, tid, _ in spans)
     print(f"{path}: {len(spans)} partitions over {busy / 1000:.1f} ms")
     print(f"  duration us: median {quantile(durations, 0.5):.0f}, "
@@ -71,7 +70,7 @@ def report(path, skip):
     print(f"  gap to the next us: median {quantile(gaps_sorted, 0.5):.1f}, "
           f"p10 {quantile(gaps_sorted, 0.1):.1f}, p90 {quantile(gaps_sorted, 0.9):.1f}; "
           f"no partition running: {idle / 1000:.1f} ms ({100.0 * idle / busy:.1f}%)")
-    print(f"  started before the one before it ended: {overlaps} ({100.0 * overlaps / len(gaps):.1f}%)")
+    print(f"  started while another still ran: {overlaps} ({100.0 * overlaps / len(gaps):.1f}%)")
     shares = ", ".join(f"tid {t}: {n}" for t, n in threads.most_common())
     print(f"  threads: {shares}")
 
