@@ -8,7 +8,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libcmocka-dev libgtest-dev libbenchmark-dev
   openmpi-bin libopenmpi-dev libhwloc-dev
-  libgloo-dev gnuplot-nox
+  libgloo-dev gnuplot-nox gdb
   iproute2 procps python3 util-linux coreutils
   openssh-client openssh-server
 )

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Emulated-cluster tests: cluster_test.sh TEST CLUSTER_SH KFRUN [PROG [ARGS]]
-#   conformance PROG K M   PROG (mp_conformance) on K hosts x M ranks
+#   conformance PROG K M [ARGS]  PROG (mp_conformance --np K*M ARGS) on K hosts x M ranks
 #   hosts PROG [KFTOPO]    ranks in different namespaces are different hosts
 #                     (own hostname, KF_LOCAL_* per host, the library's
 #                     topology (kftopo: host_count) and its data goes over
@@ -36,7 +36,10 @@ SKIP=77
 work=$(mktemp -d)
 bg_pid=""
 cleanup() {
-  if [[ -n $bg_pid ]]; then kill -KILL "$bg_pid" 2>/dev/null || true; fi
+  if [[ -n $bg_pid ]]; then
+    pkill -KILL -P "$bg_pid" 2>/dev/null || true
+    kill -KILL "$bg_pid" 2>/dev/null || true
+  fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -46,7 +49,22 @@ fail() {
   for f in "$work"/out "$work"/err; do
     if [[ -f $f ]]; then echo "--- $f:" >&2; tail -n 40 "$f" >&2; fi
   done
+  if [[ -s $work/stacks ]]; then echo "--- stacks:" >&2; cat "$work/stacks" >&2; fi
   exit 1
+}
+
+# After $1 seconds, writes the stacks of every thread of every process named
+# $2 to $work/stacks (with gdb, when installed): a job that outlives its
+# per-operation timeouts leaves the evidence of where it stopped. Run in the
+# background, before the job.
+dump_stacks_after() {
+  local pid
+  sleep "$1"
+  command -v gdb >/dev/null || { echo "(no gdb: no stacks)" >"$work/stacks"; return 0; }
+  for pid in $(pgrep -x "${2:0:15}"); do
+    echo "=== pid $pid: $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)"
+    timeout 30 gdb -p "$pid" -batch -ex "thread apply all bt" 2>&1 | grep -E '^(#|Thread)' || true
+  done >"$work/stacks" 2>&1
 }
 
 # Runs cluster.sh run ...; rc, output in $work/out and $work/err. A skip
@@ -87,8 +105,15 @@ case $test_name in
   conformance)
     k=$5 m=$6
     start=$(date +%s)
-    run_cluster --kfrun-arg=--timeout --kfrun-arg=200 --kfrun-arg=-x --kfrun-arg=KF_TIMEOUT_MS=30000 \
+    # A hung case fails within KF_TIMEOUT_MS; the job's limit is a backstop,
+    # wide for slow shared machines (tests/cluster/README.md).
+    dump_stacks_after 340 "$(basename "$PROG")" >/dev/null 2>&1 &
+    bg_pid=$!
+    run_cluster --kfrun-arg=--timeout --kfrun-arg=400 --kfrun-arg=-x --kfrun-arg=KF_TIMEOUT_MS=30000 \
       "${env_args[@]}" "$k" "$m" -- "$PROG" --np $((k * m)) "${@:7}"
+    pkill -KILL -P "$bg_pid" 2>/dev/null || true
+    kill -KILL "$bg_pid" 2>/dev/null || true
+    bg_pid=""
     [[ $rc -eq 0 ]] || fail "conformance on $k x $m exited with $rc"
     grep -Eq "^\[0\] [0-9]+ passed, 0 failed" "$work/out" || fail "no summary line from rank 0"
     cat "$work/err" >&2

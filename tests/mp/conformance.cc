@@ -7,11 +7,10 @@
 // Also checks that out-of-place inputs are not modified and that nothing is
 // written outside the documented buffers (guard zones).
 //
-// usage: conformance [--coll NAME] [--dtype NAME] [--op NAME] [--no-big] [--verbose] [--np N]
+// usage: conformance [--coll NAME[,NAME...]] [--dtype NAME] [--op NAME] [--no-big] [--verbose] [--np N]
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -61,7 +60,8 @@ struct Case {
 };
 
 struct Filter {
-  int coll = -1, dtype = -1, op = -1;
+  unsigned colls = ~0u;  // bit c: run collective c (--coll NAME[,NAME...])
+  int dtype = -1, op = -1;
   bool big = true;
   bool verbose = false;
   int expect_np = 0;  // --np N: fail unless the communicator has N ranks
@@ -441,7 +441,7 @@ void Runner::run(const Filter& f) {
   uint32_t salt = 0;
   for (int ci = 0; ci < kCollCount && !broken_; ++ci) {
     const Coll coll = static_cast<Coll>(ci);
-    if (f.coll >= 0 && f.coll != ci) continue;
+    if ((f.colls & (1u << ci)) == 0) continue;
     if (coll == kSendRecv && n_ < 2) continue;  // a rank cannot send to itself
     const long failed_before = failed_, passed_before = passed_;
     if (coll == kBarrier) {
@@ -494,10 +494,20 @@ bool parse_filter(int argc, char** argv, Filter* f) {
     } else if (a == "--verbose") {
       f->verbose = true;
     } else if (a == "--coll" && v) {
-      f->coll = -1;
-      for (int c = 0; c < kCollCount; ++c)
-        if (std::strcmp(v, kCollNames[c]) == 0) f->coll = c;
-      if (f->coll < 0) return false;
+      // A comma-separated list of collective names.
+      f->colls = 0;
+      std::string list = v;
+      for (size_t start = 0; start <= list.size();) {
+        size_t end = list.find(',', start);
+        if (end == std::string::npos) end = list.size();
+        const std::string name = list.substr(start, end - start);
+        int found = -1;
+        for (int c = 0; c < kCollCount; ++c)
+          if (name == kCollNames[c]) found = c;
+        if (found < 0) return false;
+        f->colls |= 1u << found;
+        start = end + 1;
+      }
       ++i;
     } else if (a == "--dtype" && v) {
       kf_dtype_t t;
@@ -523,7 +533,7 @@ int main(int argc, char** argv) {
   if (!parse_filter(argc, argv, &f)) {
     std::fprintf(
         stderr,
-        "usage: %s [--coll NAME] [--dtype NAME] [--op NAME] [--no-big] [--verbose] [--np N]\n",
+        "usage: %s [--coll NAME[,NAME...]] [--dtype NAME] [--op NAME] [--no-big] [--verbose] [--np N]\n",
         argv[0]);
     return 2;
   }
