@@ -464,8 +464,10 @@ class AsyncEngine {
   bool inspector_sleeping_ = false;  // asleep without end: a submission wakes it
   uint64_t remembered_gen_ = 0;      // bumped when a remembered operation gets a submitter
   static constexpr int kInspectorLingerMs = 10;
-  // Threads in help() driving transfers (written under mu_, read by the
-  // fuser's timer without it).
+  // Threads in help() driving transfers (read by the fuser's timer without
+  // mu_). Whoever makes the fuser's `undriven` true (the last helper to
+  // leave, the first fused operation to wait with none helping) wakes its
+  // timer.
   std::atomic<uint32_t> helping_{0};
   std::atomic<int32_t> fused_waiting_ops_{0};  // fused operations in state kWaiting
   // Fused operations whose data is all in, for the completer thread (or a

@@ -43,18 +43,29 @@ bool AsyncEngine::start_fused(AsyncOp* o, const std::shared_ptr<AsyncOp>& keep, 
   const Status early = check_signatures(o);
   // Events while it was being submitted found it not yet waiting: what they
   // saw (all data in, a failure) is read here instead.
-  std::lock_guard<std::mutex> lock(mu_);
-  const bool data_in = o->fused_waiting.load() == 0;
-  const bool failed = o->failed.load() || !early.is_ok();
-  if (keep_ready && data_in && !failed && !stop_) {
-    o->fused_state = AsyncOp::FusedState::kRunning;
-    o->fused_at_submission = true;
-    o->parts[0].state = AsyncPartition::State::kRunning;
-    return true;
+  bool wake_timer = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const bool data_in = o->fused_waiting.load() == 0;
+    const bool failed = o->failed.load() || !early.is_ok();
+    if (keep_ready && data_in && !failed && !stop_) {
+      o->fused_state = AsyncOp::FusedState::kRunning;
+      o->fused_at_submission = true;
+      o->parts[0].state = AsyncPartition::State::kRunning;
+      return true;
+    }
+    o->fused_state = AsyncOp::FusedState::kWaiting;
+    const bool first = fused_waiting_ops_.fetch_add(1) == 0;
+    if (data_in || failed) {
+      fused_ready_locked(o, data_in && !failed);
+    } else {
+      // The first to wait with no thread helping: the fuser's timer must
+      // drive the rings for it, and may have gone to sleep without end
+      // since its frames' append woke it (a long preemption).
+      wake_timer = first && helping_.load() == 0;
+    }
   }
-  o->fused_state = AsyncOp::FusedState::kWaiting;
-  fused_waiting_ops_.fetch_add(1);
-  if (data_in || failed) fused_ready_locked(o, data_in && !failed);
+  if (wake_timer) fuser_->wake();
   return false;
 }
 

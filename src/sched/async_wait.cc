@@ -170,8 +170,12 @@ bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req, const WaitRest&
         if (t)
           wait_transfer(
               t, Deadline::after_ms(std::min(20, std::max(1, own->deadline.remaining_ms()))));
+        // The fuser's timer may have gone to sleep without end while this
+        // thread drove the rings: the last helper to leave wakes it, or the
+        // fused operations still waiting (completed by callbacks alone)
+        // would have no thread to move their data.
+        if (helping_.fetch_sub(1) == 1 && fused_waiting_ops_.load() > 0) fuser_->wake();
         lock.lock();
-        --helping_;
         --own->helpers;
         if (own->fused_state != AsyncOp::FusedState::kHanded) {
           if (!t) {

@@ -86,6 +86,16 @@ uint64_t Fuser::last_ticket() const {
   return tickets_;
 }
 
+void Fuser::wake() {
+  // (Only shared memory needs the timer to drive it.)
+  if (engine_->shm() == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!timer_sleeping_) return;
+  }
+  timer_cv_.notify_one();
+}
+
 void Fuser::flush() {
   std::lock_guard<std::mutex> lock(mu_);
   flush_locked();

@@ -39,7 +39,8 @@ struct FusionOptions {
   int64_t cycle_us = 1000;         // longest wait of a frame for others to join it
   // True while fused operations wait for data and no thread drives the
   // shared-memory rings for them: the timer then drives them every cycle.
-  // Called by the timer thread without the fuser's lock.
+  // Called by the timer thread under the fuser's lock, which it holds until
+  // it sleeps without end: whoever makes it true calls Fuser::wake() after.
   std::function<bool()> undriven;
 };
 
@@ -64,6 +65,9 @@ class Fuser {
   void flush_through(uint64_t ticket);
   // The ticket of the latest append (0: none yet).
   uint64_t last_ticket() const;
+  // Wakes the timer if it sleeps without end: FusionOptions::undriven may
+  // have turned true (nothing else wakes it but an append).
+  void wake();
 
   // Counters, for the timeline and tests.
   struct Stats {

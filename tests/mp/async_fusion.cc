@@ -10,6 +10,11 @@
 //   --count-bundles   (run with KF_FUSION_CYCLE_US large) 32 tiny operations
 //                     submitted before any wait travel as exactly one bundle
 //                     per peer: the fuser's counters say so.
+//   --late-data       (KF_FUSION_BUNDLE_BYTES one signature frame, a long
+//                     KF_FUSION_CYCLE_US) a callback-only operation whose
+//                     last data comes after the thread that waited for
+//                     another request returned: the fuser's timer must move
+//                     it (shared memory has no progress thread).
 //   --fusion-off-last the last rank turns fusion off (KF_FUSION_THRESHOLD_BYTES
 //                     = 0): a small all_reduce must fail on every rank with
 //                     KF_ERR_INVALID_USAGE naming fusion, not hang.
@@ -336,6 +341,71 @@ int run_late_rank(kf_comm_t comm, int rank, int n) {
   return fails;
 }
 
+// Over shared memory, no thread moves the data of a fused operation that
+// completes by callback alone but the fuser's timer, which sleeps while a
+// thread waiting for a request drives the rings: when that thread returns,
+// the timer must drive them again. Run with KF_FUSION_BUNDLE_BYTES of one
+// signature frame (it leaves at once, alone; a data frame waits for the
+// cycle) and a long KF_FUSION_CYCLE_US. The other ranks submit "drive.y"
+// (callback only) and "drive.x", and wait for x while the last rank sleeps;
+// the last rank then submits x, waits for it, and submits y, which completes
+// at its submission: its signature frame leaves at once, its data a cycle
+// later, when no thread on the other ranks waits any more. Their y must
+// still complete, and before KF_TIMEOUT_MS.
+int run_late_data(kf_comm_t comm, int rank, int n) {
+  const bool last = rank == n - 1;
+  OpCase x, y;
+  fill_sum_case(&x, "drive.x", KF_INT32, rank, 0);
+  fill_sum_case(&y, "drive.y", KF_INT32, rank, 0);
+  auto submit_y = [&] {
+    kf_op_options_t o = KF_OP_OPTIONS_INITIALIZER;
+    o.callback = on_done;
+    o.user_data = &y;
+    return kf_iall_reduce(comm, y.name.c_str(), y.send.data(), y.recv.data(), y.count, y.dtype,
+                          y.op, &o, nullptr);
+  };
+  auto submit_x = [&] {
+    return kf_iall_reduce(comm, x.name.c_str(), x.send.data(), x.recv.data(), x.count, x.dtype,
+                          x.op, nullptr, &x.req);
+  };
+  if (last) std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  if ((!last && submit_y() != KF_SUCCESS) || submit_x() != KF_SUCCESS) {
+    std::printf("FAIL rank %d: submit: %s\n", rank, kf_comm_last_error(comm));
+    return 1;
+  }
+  int fails = 0;
+  if (kf_request_wait(x.req) != KF_SUCCESS) {
+    std::printf("FAIL rank %d: %s: %s\n", rank, x.name.c_str(), kf_request_error(x.req));
+    ++fails;
+  }
+  if (last) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (submit_y() != KF_SUCCESS) {
+      std::printf("FAIL rank %d: submit: %s\n", rank, kf_comm_last_error(comm));
+      return 1;
+    }
+  }
+  // Sleeps, so this thread moves nothing itself; KF_TIMEOUT_MS bounds it.
+  while (y.callback_status.load() < 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const int st = y.callback_status.load();
+  if (st != KF_SUCCESS) {
+    std::printf("FAIL rank %d: callback of %s: %s\n", rank, y.name.c_str(),
+                kf_status_string(static_cast<kf_status_t>(st)));
+    ++fails;
+  }
+  for (const OpCase* c : {&x, &y}) {
+    if (fails == 0 && take(c->dtype, c->recv.data(), 0) != expected(*c, n, 0, 0)) {
+      std::printf("FAIL rank %d: %s: wrong result\n", rank, c->name.c_str());
+      ++fails;
+    }
+  }
+  if (kf_barrier(comm) != KF_SUCCESS) ++fails;
+  kf_request_free(x.req);
+  std::printf("%s rank %d: data of a callback-only operation after the last waiter left\n",
+              fails == 0 ? "PASS" : "FAIL", rank);
+  return fails;
+}
+
 // With a long cycle, nothing leaves before the first wait: 32 tiny operations
 // submitted by every rank before any waits are exactly one bundle per peer
 // (2 frames each: signature and data).
@@ -526,6 +596,7 @@ int main(int argc, char** argv) {
   int rank = 0, n = 1;
   kf_comm_t comm = kfmp::init_or_die("mp_async_fusion", &rank, &n);
   int fails = mode == "--count-bundles" ? run_count_bundles(comm, rank, n)
+              : mode == "--late-data"   ? run_late_data(comm, rank, n)
               : mode == "--lane-passes" ? run_lane_passes(comm, rank, n)
               : mode == "--fusion-off-last"
                   ? run_fusion_off_last(comm, rank)
