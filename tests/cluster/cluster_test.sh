@@ -35,11 +35,16 @@ PROG=${4:-}
 SKIP=77
 work=$(mktemp -d)
 bg_pid=""
-cleanup() {
+# Kills the background job $bg_pid and its children, if any.
+stop_bg() {
   if [[ -n $bg_pid ]]; then
     pkill -KILL -P "$bg_pid" 2>/dev/null || true
     kill -KILL "$bg_pid" 2>/dev/null || true
+    bg_pid=""
   fi
+}
+cleanup() {
+  stop_bg
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -111,9 +116,7 @@ case $test_name in
     bg_pid=$!
     run_cluster --kfrun-arg=--timeout --kfrun-arg=400 --kfrun-arg=-x --kfrun-arg=KF_TIMEOUT_MS=30000 \
       "${env_args[@]}" "$k" "$m" -- "$PROG" --np $((k * m)) "${@:7}"
-    pkill -KILL -P "$bg_pid" 2>/dev/null || true
-    kill -KILL "$bg_pid" 2>/dev/null || true
-    bg_pid=""
+    stop_bg
     [[ $rc -eq 0 ]] || fail "conformance on $k x $m exited with $rc"
     grep -Eq "^\[0\] [0-9]+ passed, 0 failed" "$work/out" || fail "no summary line from rank 0"
     cat "$work/err" >&2

@@ -122,6 +122,14 @@ void on_done(kf_request_t, kf_status_t st, void* user) {
   static_cast<OpCase*>(user)->callback_status.store(static_cast<int>(st));
 }
 
+// The status c's callback reported, once it ran. Sleeps meanwhile, so this
+// thread moves no data itself; the operation's deadline (KF_TIMEOUT_MS)
+// bounds the wait, and ctest's timeout a callback that never comes.
+int await_callback(const OpCase& c) {
+  while (c.callback_status.load() < 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return c.callback_status.load();
+}
+
 kf::Fuser::Stats stats(kf_comm_t comm) {
   return comm->impl->async().fusion_stats();
 }
@@ -263,10 +271,7 @@ int run_callbacks_only(kf_comm_t comm, int rank, int n) {
   }
   int fails = 0;
   for (int j = 0; j < kOps; ++j) {
-    // Sleeps, so this thread moves nothing itself; ctest's timeout bounds it.
-    while (cases[j].callback_status.load() < 0)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    if (cases[j].callback_status.load() != KF_SUCCESS) ++fails;
+    if (await_callback(cases[j]) != KF_SUCCESS) ++fails;
     for (size_t i = 0; i < cases[j].count && fails == 0; ++i) {
       if (take(KF_INT64, cases[j].recv.data(), i) !=
           expected(cases[j], n, static_cast<size_t>(j), i))
@@ -320,9 +325,7 @@ int run_late_rank(kf_comm_t comm, int rank, int n) {
   for (int j = 0; j < kOps; ++j) {
     OpCase& c = cases[j];
     if (late) {
-      // Sleeps, so this thread sends nothing itself; ctest's timeout bounds it.
-      while (c.callback_status.load() < 0)
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      await_callback(c);  // (checked below)
     } else if (kf_request_wait(c.req) != KF_SUCCESS) {
       std::printf("FAIL rank %d: %s: %s\n", rank, c.name.c_str(), kf_request_error(c.req));
       ++fails;
@@ -385,9 +388,7 @@ int run_late_data(kf_comm_t comm, int rank, int n) {
       return 1;
     }
   }
-  // Sleeps, so this thread moves nothing itself; KF_TIMEOUT_MS bounds it.
-  while (y.callback_status.load() < 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  const int st = y.callback_status.load();
+  const int st = await_callback(y);
   if (st != KF_SUCCESS) {
     std::printf("FAIL rank %d: callback of %s: %s\n", rank, y.name.c_str(),
                 kf_status_string(static_cast<kf_status_t>(st)));

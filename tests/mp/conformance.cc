@@ -7,7 +7,8 @@
 // Also checks that out-of-place inputs are not modified and that nothing is
 // written outside the documented buffers (guard zones).
 //
-// usage: conformance [--coll NAME[,NAME...]] [--dtype NAME] [--op NAME] [--no-big] [--verbose] [--np N]
+// usage: conformance [--coll NAME[,NAME...]] [--dtype NAME] [--op NAME] [--no-big]
+//                    [--verbose] [--np N]
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -531,10 +532,10 @@ bool parse_filter(int argc, char** argv, Filter* f) {
 int main(int argc, char** argv) {
   Filter f;
   if (!parse_filter(argc, argv, &f)) {
-    std::fprintf(
-        stderr,
-        "usage: %s [--coll NAME[,NAME...]] [--dtype NAME] [--op NAME] [--no-big] [--verbose] [--np N]\n",
-        argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s [--coll NAME[,NAME...]] [--dtype NAME] [--op NAME] [--no-big] "
+                 "[--verbose] [--np N]\n",
+                 argv[0]);
     return 2;
   }
   setvbuf(stdout, nullptr, _IOLBF, 0);
