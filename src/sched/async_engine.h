@@ -12,7 +12,8 @@
 //     partition index); the head starts while the bytes (and number, at most
 //     kMaxCredited) of running partitions that weigh on it stay within the
 //     credit window, and always when none runs, so any credit makes
-//     progress. On the head weigh the partitions this rank started on its
+//     progress (the rule, with its wider window for equal priorities, is in
+//     sched/credit_window.h). On the head weigh the partitions this rank started on its
 //     own credit and the running ones of confirmed operations that a peer
 //     started and that come before the head in this rank's order (the same
 //     operation or a more urgent one): so the ranks share one window for
@@ -351,11 +352,6 @@ class AsyncEngine {
   static constexpr uint32_t kGaveUpStep = 0xfffffff3u;  // (0xfffffff2: kBundleStep)
   static constexpr int kPartitionBits = 24;
   static constexpr uint64_t kPartitionMask = (uint64_t(1) << kPartitionBits) - 1;
-  // At most this many partitions weigh on an admission (see Scheduling), so
-  // that tiny partitions cannot start thousands of threads. Partitions that
-  // peers started come on top (bounded by the peers' own limits), so a rank
-  // runs at most size * kMaxCredited partitions at once.
-  static constexpr uint32_t kMaxCredited = 16;
   // A single-partition operation of at most kEagerBytes starts at once on
   // submission (announced in its signature frame), without waiting for the
   // peers' signatures and without taking credit; at most kMaxEager at once.
@@ -451,7 +447,7 @@ class AsyncEngine {
   bool admit_task_queued_ = false;  // an admission task waits in runnable_
   std::deque<AsyncPartition*> runnable_;
   uint64_t credited_bytes_ = 0;  // bytes of partitions started on our credit
-  uint32_t credited_count_ = 0;  // and their number
+  std::vector<AsyncPartition*> credited_;  // those partitions (credit_window.h)
   // Running partitions of confirmed operations that a peer started: they
   // weigh on admission like ours when they come first in our order.
   std::vector<AsyncPartition*> peer_started_;

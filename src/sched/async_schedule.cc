@@ -8,6 +8,7 @@
 #include "sched/async_lane.h"
 #include "sched/async_state.h"
 #include "sched/async_texts.h"
+#include "sched/credit_window.h"
 #include "transport/frame.h"
 
 namespace kf {
@@ -26,7 +27,7 @@ void AsyncEngine::admit_locked(std::vector<AsyncPartition*>* starts) {
     p->state = AsyncPartition::State::kRunnable;
     p->credited = true;
     credited_bytes_ += p->bytes;
-    ++credited_count_;
+    credited_.push_back(p);
     starts->push_back(p);
     if (--o->queued == 0) {
       ready_.erase(ready_.begin());
@@ -46,19 +47,18 @@ AsyncPartition* AsyncEngine::admissible_locked() {
   // Partitions that peers started count when they come first in our own
   // order (the same operation, or a more urgent one): then the ranks
   // share the window rather than each adding a partition of its own.
-  uint64_t bytes = credited_bytes_;
-  uint32_t count = credited_count_;
   const QueueKey& head = *ready_.begin();
+  auto weigh = [&](const AsyncPartition* q, InFlight* f) {
+    f->bytes += q->bytes;
+    ++f->count;
+    f->equal = f->equal && q->op != o && q->op->spec.priority == o->spec.priority;
+  };
+  InFlight f;
+  for (const AsyncPartition* q : credited_) weigh(q, &f);
   for (const AsyncPartition* q : peer_started_) {
-    if (q->op == o || QueueKey{q->op->spec.priority, q->op->order, q->op} < head) {
-      bytes += q->bytes;
-      ++count;
-    }
+    if (q->op == o || QueueKey{q->op->spec.priority, q->op->order, q->op} < head) weigh(q, &f);
   }
-  if (count != 0 && (bytes + p->bytes > credit_bytes_.load() || count >= kMaxCredited)) {
-    return nullptr;
-  }
-  return p;
+  return credit_admits(f, p->bytes, credit_bytes_.load()) ? p : nullptr;
 }
 
 void AsyncEngine::confirm_locked(AsyncOp* o) {
