@@ -8,7 +8,10 @@
  * training step. The engine cuts large operations into partitions, runs ready
  * partitions in priority order within a credit window (bytes this rank
  * initiates at once), and lets a newly submitted urgent operation overtake
- * queued partitions of less urgent ones.
+ * queued partitions of less urgent ones. While the running partitions and
+ * the next are of different operations of one priority, the window widens
+ * to four times the credit and at least two partitions (at most four), so
+ * that consecutive operations of equal priority overlap.
  *
  * Names: not NULL, not empty, at most KF_OP_NAME_MAX bytes, and not starting
  * with "kf." (reserved for the library's blocking calls). The n-th submission
