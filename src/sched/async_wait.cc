@@ -154,13 +154,13 @@ bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req, const WaitRest&
         // Move its data here (shared memory has no progress thread; over
         // TCP the waiter reads the socket itself): the receive that
         // completes last hands the operation to this thread.
-        TransferHandle t;
-        for (const auto& r : own->one_shot.receives()) {
-          if (!r->done()) {
-            t = r;
-            break;
+        auto first_open = [own]() -> TransferHandle {
+          for (const auto& r : own->one_shot.receives()) {
+            if (!r->done()) return r;
           }
-        }
+          return nullptr;
+        };
+        TransferHandle t = first_open();
         // Another thread waiting for the same request may complete and
         // free the operation while this one drives its data: hold it.
         std::shared_ptr<AsyncOp> hold = pending_.at({own->name_hash, own->seq});
@@ -176,16 +176,19 @@ bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req, const WaitRest&
         // would have no thread to move their data.
         if (helping_.fetch_sub(1) == 1 && fused_waiting_ops_.load() > 0) fuser_->wake();
         lock.lock();
-        --own->helpers;
-        if (own->fused_state != AsyncOp::FusedState::kHanded) {
-          if (!t) {
-            // No receive left open, yet not ready: the last listener is
-            // about to run. Yield rather than spin on the lock.
-            lock.unlock();
-            std::this_thread::yield();
-          }
-          return true;
+        // No receive left open, yet not ready: the last receive's listener
+        // is about to run (Transfer::complete wakes the waiters before it
+        // calls the listeners). Stay counted as a helper until it has, so
+        // that it hands the operation to this thread rather than to the
+        // completer thread (two wake-ups more). Yield, not spin on the lock.
+        while (own->fused_state == AsyncOp::FusedState::kWaiting && !first_open() &&
+               !own->deadline.expired()) {
+          lock.unlock();
+          std::this_thread::yield();
+          lock.lock();
         }
+        --own->helpers;
+        if (own->fused_state != AsyncOp::FusedState::kHanded) return true;
         mine = &own->parts[0];
       }
       if (mine != nullptr) own->fused_state = AsyncOp::FusedState::kRunning;
