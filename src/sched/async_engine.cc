@@ -184,6 +184,11 @@ void AsyncEngine::close() {
       left.push_back(kv.second);
     }
     pending_.clear();
+    // Their partitions, which the queues may still point to.
+    ready_.clear();
+    credited_.clear();
+    credited_bytes_ = 0;
+    peer_started_.clear();
   }
   for (auto& o : left) {
     const Status st =

@@ -366,6 +366,8 @@ class AsyncEngine {
   Status submit_to_lane(AsyncOpSpec&& spec, std::shared_ptr<AsyncRequest>* out);
   void admit_locked(std::vector<AsyncPartition*>* starts);
   AsyncPartition* admissible_locked();
+  // Queues an admission task if the head of the ready queue may start now.
+  void admit_soon_locked();
   void force_locked(AsyncOp* op, uint32_t index);
   void dispatch_locked(AsyncPartition* p);
   void drop_queued_locked(AsyncOp* op);

@@ -61,6 +61,16 @@ AsyncPartition* AsyncEngine::admissible_locked() {
   return credit_admits(f, p->bytes, credit_bytes_.load()) ? p : nullptr;
 }
 
+void AsyncEngine::admit_soon_locked() {
+  // One admission task at a time is enough: it admits everything that
+  // fits when it runs. None while nothing fits: the end of a running
+  // partition that weighs on the head admits then (no wake-up for nothing).
+  if (!admit_task_queued_ && admissible_locked() != nullptr) {
+    admit_task_queued_ = true;
+    dispatch_locked(nullptr);
+  }
+}
+
 void AsyncEngine::confirm_locked(AsyncOp* o) {
   if (o->confirmed) return;
   o->confirmed = true;
@@ -206,18 +216,14 @@ bool AsyncEngine::on_control_frame(int src, uint64_t name_hash, uint64_t wire_se
       saw_signature_locked(o, src);
       if (!o->confirmed && o->sigs_seen + 1 == static_cast<uint32_t>(size_)) {
         confirm_locked(o);
-        // One admission task at a time is enough: it admits everything
-        // that fits when it runs. None while nothing fits: the end of a
-        // running partition that weighs on the head admits then (no
-        // wake-up for nothing).
-        if (o->in_ready && !admit_task_queued_ && admissible_locked() != nullptr) {
-          admit_task_queued_ = true;
-          dispatch_locked(nullptr);
-        }
       }
     } else if (part < o->plan.count) {
       force_locked(o, part);
     }
+    // A confirmation, or a forced partition that took the head's operation
+    // out of the queue (the window of the new head may be wider, see
+    // credit_window.h), can let the head start with no partition ending.
+    admit_soon_locked();
     return false;
   }
   if (it == pending_.end()) {

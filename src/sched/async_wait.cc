@@ -188,7 +188,15 @@ bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req, const WaitRest&
           lock.lock();
         }
         --own->helpers;
-        if (own->fused_state != AsyncOp::FusedState::kHanded) return true;
+        if (own->fused_state != AsyncOp::FusedState::kHanded) {
+          if (!first_open()) {
+            // Past its deadline (the inspector fails it): do not spin on
+            // the lock meanwhile.
+            lock.unlock();
+            std::this_thread::yield();
+          }
+          return true;
+        }
         mine = &own->parts[0];
       }
       if (mine != nullptr) own->fused_state = AsyncOp::FusedState::kRunning;

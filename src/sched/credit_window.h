@@ -1,6 +1,6 @@
-// The credit window's admission rule (ByteScheduler's credit, DESIGN.md
-// "Scheduling"): whether the head of the ready queue may start now, given
-// the running partitions that weigh on it. Pure logic, used by AsyncEngine
+// The credit window's admission rule (ByteScheduler's credit; the
+// scheduling section of async_engine.h): whether the head of the ready
+// queue may start now, given the running partitions that weigh on it. Pure logic, used by AsyncEngine
 // under its mutex (async_schedule.cc) and tested alone
 // (tests/sched/credit_window_test.cc).
 //
@@ -14,7 +14,9 @@
 // round trip between two of them (over TCP a 1 MiB step was 3-7% slower
 // than blocking calls with one operation at a time; perf/README.md,
 // session 23). Partitions of one operation (one large layer) keep the plain
-// window, so the layers submitted after it still overtake them soon.
+// window, so the layers submitted after it still overtake them soon. The
+// price: an urgent operation submitted into such a run of equal ones finds
+// up to 4x the credit (or two partitions of any size) in flight, not 1x.
 //
 // Any answer keeps the engine deadlock-free: only operations that every
 // rank submitted take credit, and the head always starts when nothing
