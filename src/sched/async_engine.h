@@ -11,20 +11,20 @@
 //     confirmed operations are ordered by (priority, submission order,
 //     partition index); the head starts while the bytes (and number, at most
 //     kMaxCredited) of running partitions that weigh on it stay within the
-//     credit window, and always when none runs, so any credit makes
-//     progress (the rule, with its wider window for equal priorities, is in
-//     sched/credit_window.h). On the head weigh the partitions this rank started on its
-//     own credit and the running ones of confirmed operations that a peer
-//     started and that come before the head in this rank's order (the same
-//     operation or a more urgent one): so the ranks share one window for
-//     the operations they agree on, instead of each adding a partition of
-//     its own on top of the peers', while an urgent operation still starts
-//     beside a peer's less urgent one. A rank that starts a partition on its
-//     own tells every peer with a small frame (step kStartStep; over TCP it
-//     rides along with the partition's first frame to that peer, or leaves
-//     when the thread running the partition first waits or ends it: never
-//     held by a sleeping thread; see TcpTransport::send). A small
-//     single-partition operation starts at once on submission ("eager",
+//     credit window, and always when none runs, so any credit makes progress
+//     (the rule, with its wider window for equal priorities, is in
+//     sched/credit_window.h). On the head weigh the partitions this rank
+//     started on its own credit and the running ones of confirmed operations
+//     that a peer started and that come before the head in this rank's order
+//     (the same operation or a more urgent one): so the ranks share one
+//     window for the operations they agree on, instead of each adding a
+//     partition of its own on top of the peers', while an urgent operation
+//     still starts beside a peer's less urgent one. A rank that starts a
+//     partition on its own tells every peer with a small frame (step
+//     kStartStep; over TCP it rides along with the partition's first frame to
+//     that peer, or leaves when the thread running the partition first waits
+//     or ends it: never held by a sleeping thread; see TcpTransport::send). A
+//     small single-partition operation starts at once on submission ("eager",
 //     outside the credit, at most kMaxEager at once), announced in its
 //     signature frame.
 //  3. Deadlock freedom (DESIGN.md): a partition that a peer announced is

@@ -1,8 +1,8 @@
 // The credit window's admission rule (ByteScheduler's credit; the
 // scheduling section of async_engine.h): whether the head of the ready
-// queue may start now, given the running partitions that weigh on it. Pure logic, used by AsyncEngine
-// under its mutex (async_schedule.cc) and tested alone
-// (tests/sched/credit_window_test.cc).
+// queue may start now, given the running partitions that weigh on it.
+// Pure logic, used by AsyncEngine under its mutex (async_schedule.cc) and
+// tested alone (tests/sched/credit_window_test.cc).
 //
 // The window bounds the bytes that an urgent operation, submitted later,
 // finds in flight ahead of it. One rule widens it: while every partition
