@@ -187,7 +187,6 @@ void AsyncEngine::close() {
     // Their partitions, which the queues may still point to.
     ready_.clear();
     credited_.clear();
-    credited_bytes_ = 0;
     peer_started_.clear();
   }
   for (auto& o : left) {

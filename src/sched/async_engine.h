@@ -448,8 +448,8 @@ class AsyncEngine {
   uint32_t eager_running_ = 0;   // small partitions started at submission
   bool admit_task_queued_ = false;  // an admission task waits in runnable_
   std::deque<AsyncPartition*> runnable_;
-  uint64_t credited_bytes_ = 0;  // bytes of partitions started on our credit
-  std::vector<AsyncPartition*> credited_;  // those partitions (credit_window.h)
+  // Running partitions started on this rank's credit (credit_window.h).
+  std::vector<AsyncPartition*> credited_;
   // Running partitions of confirmed operations that a peer started: they
   // weigh on admission like ours when they come first in our order.
   std::vector<AsyncPartition*> peer_started_;

@@ -26,7 +26,6 @@ void AsyncEngine::admit_locked(std::vector<AsyncPartition*>* starts) {
     AsyncOp* o = p->op;
     p->state = AsyncPartition::State::kRunnable;
     p->credited = true;
-    credited_bytes_ += p->bytes;
     credited_.push_back(p);
     starts->push_back(p);
     if (--o->queued == 0) {

@@ -315,10 +315,7 @@ AsyncPartition* AsyncEngine::partition_done(AsyncPartition* p, const Status& st)
   {
     std::lock_guard<std::mutex> lock(mu_);
     p->state = AsyncPartition::State::kDone;
-    if (p->credited) {
-      credited_bytes_ -= p->bytes;
-      credited_.erase(std::find(credited_.begin(), credited_.end(), p));
-    }
+    if (p->credited) credited_.erase(std::find(credited_.begin(), credited_.end(), p));
     if (p->peer_started) {
       peer_started_.erase(std::find(peer_started_.begin(), peer_started_.end(), p));
     }
