@@ -446,7 +446,16 @@ Status AsyncEngine::submit(AsyncOpSpec&& spec, std::shared_ptr<AsyncRequest>* ou
     o->sig_out.resize(kSigRecordBytes);
     encode_sig(o->sig, o->sig_out.data());
     o->ctl_send.reset(new OpPeers(engine_, o->spec.name, o->name_hash, sig_wire, prefix, o->deadline));
-    if (o->fused) o->ctl_send->set_fuser(fuser_.get());
+    if (o->fused) {
+      o->ctl_send->set_fuser(fuser_.get());
+    } else {
+      // With partitions started here, their thread sends the frame along
+      // with their own (as a start frame); else the signature frames of a
+      // burst of submissions leave together, at the latest kSoonUs later
+      // (over TCP: one system call and one wake-up of the peer, not one per
+      // operation; a waiter sends them at once).
+      o->ctl_send->set_hold_sends(prefix > 0 ? OpPeers::Hold::kWithNext : OpPeers::Hold::kSoon);
+    }
     for (int r = 0; r < size_; ++r) {
       if (r == rank_) continue;
       o->sig_send[r] = o->ctl_send->isend(r, Tag{0, kSigStep}, o->sig_out.data(), kSigRecordBytes);

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +22,7 @@ namespace {
 // A stranger gets this long to prove itself before we drop it.
 constexpr int kHandshakeMs = 3000;
 constexpr uint32_t kWakeToken = 0xffffffffu;
+constexpr uint32_t kSoonToken = 0xfffffffeu;
 // A driving waiter polls its socket at most this long before it looks at
 // its transfer again (which may have failed without any byte arriving).
 constexpr int kDriveSliceMs = 10;
@@ -60,14 +62,17 @@ Status TcpTransport::adopt_listener(Fd fd, const std::string& address) {
   epoll_fd_.reset(::epoll_create1(EPOLL_CLOEXEC));
   wake_fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   accept_stop_fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!epoll_fd_.valid() || !wake_fd_.valid() || !accept_stop_fd_.valid()) {
-    return system_error(errno_text("epoll/eventfd", errno));
+  soon_fd_.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+  if (!epoll_fd_.valid() || !wake_fd_.valid() || !accept_stop_fd_.valid() || !soon_fd_.valid()) {
+    return system_error(errno_text("epoll/eventfd/timerfd", errno));
   }
   epoll_event ev;
   std::memset(&ev, 0, sizeof(ev));
   ev.events = EPOLLIN;
   ev.data.u32 = kWakeToken;
   ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, wake_fd_.get(), &ev);
+  ev.data.u32 = kSoonToken;
+  ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, soon_fd_.get(), &ev);
   acceptor_ = std::thread([this] { accept_loop(); });
   return Status::ok();
 }
@@ -201,6 +206,18 @@ void TcpTransport::progress_loop() {
     }
     for (int i = 0; i < n; ++i) {
       uint32_t token = events[i].data.u32;
+      if (token == kSoonToken) {
+        uint64_t expirations;
+        ssize_t r = ::read(soon_fd_.get(), &expirations, sizeof(expirations));
+        (void)r;
+        // Disarmed before the flush: a send_soon() whose frame this flush
+        // misses finds the timer disarmed and arms it again (the fences
+        // pair with the one in send_soon()).
+        soon_armed_.store(false);
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        flush_held();
+        continue;
+      }
       if (token == kWakeToken) {
         uint64_t v;
         ssize_t r = ::read(wake_fd_.get(), &v, sizeof(v));
@@ -349,6 +366,19 @@ void TcpTransport::send(const TransferHandle& t, const FrameHeader& h, bool hold
   // sender's write also sees this sender's connection flag (the release
   // sequence of this write continues through the later ones).
   if (hold) held_.exchange(true, std::memory_order_release);
+}
+
+void TcpTransport::send_soon(const TransferHandle& t, const FrameHeader& h) {
+  send(t, h, true);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (soon_armed_.exchange(true)) return;  // it fires soon and flushes this frame too
+  itimerspec when;
+  std::memset(&when, 0, sizeof(when));
+  when.it_value.tv_nsec = kSoonUs * 1000;  // one shot, relative
+  if (::timerfd_settime(soon_fd_.get(), 0, &when, nullptr) != 0) {
+    soon_armed_.store(false);
+    flush_held();  // no timer: send it now
+  }
 }
 
 void TcpTransport::flush_held_slow() {

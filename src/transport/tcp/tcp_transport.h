@@ -81,6 +81,14 @@ class TcpTransport : public WaitDriver {
   // first OpPeers::wait or at its end); the progress thread calls it too at
   // every turn, at the latest every kPingMs.
   void send(const TransferHandle& t, const FrameHeader& h, bool hold = false);
+  // Like send(hold), for a small frame that nothing of the sender's own
+  // surely follows: it leaves with the next frame written to that peer, at
+  // the next flush_held(), or at the latest kSoonUs later (a timer of the
+  // progress thread, armed once for all the frames it finds held). Frames
+  // sent close together, e.g. the signature frames of a burst of
+  // submissions, so share one system call and one wake-up of the peer.
+  void send_soon(const TransferHandle& t, const FrameHeader& h);
+  static constexpr int64_t kSoonUs = 50;
   // Writes the frames held by send(hold); cheap when there are none.
   void flush_held() {
     if (held_.load(std::memory_order_acquire)) flush_held_slow();
@@ -139,6 +147,7 @@ class TcpTransport : public WaitDriver {
   Fd epoll_fd_;
   Fd wake_fd_;         // eventfd: wakes the progress thread
   Fd accept_stop_fd_;  // eventfd: stops the acceptor thread
+  Fd soon_fd_;         // timerfd: flushes the frames of send_soon()
   std::string address_;
 
   std::vector<std::unique_ptr<TcpConn>> conns_;  // indexed by rank; conns_[rank] is null
@@ -151,6 +160,7 @@ class TcpTransport : public WaitDriver {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> retry_paused_{false};
   std::atomic<bool> held_{false};  // some connection may hold frames (send with hold)
+  std::atomic<bool> soon_armed_{false};  // soon_fd_ will fire (send_soon)
   std::atomic<bool> shut_down_{false};
   std::atomic<int> first_lost_{-1};
   uint32_t spin_us_ = 0;  // Transfer::set_spin_us of sends and receives; set in connect_all
