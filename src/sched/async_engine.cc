@@ -450,10 +450,11 @@ Status AsyncEngine::submit(AsyncOpSpec&& spec, std::shared_ptr<AsyncRequest>* ou
       o->ctl_send->set_fuser(fuser_.get());
     } else {
       // With partitions started here, their thread sends the frame along
-      // with their own (as a start frame); else the signature frames of a
-      // burst of submissions leave together, at the latest kSoonUs later
-      // (over TCP: one system call and one wake-up of the peer, not one per
-      // operation; a waiter sends them at once).
+      // with their own (as a start frame). Else, over TCP, the signature
+      // frames of a burst of submissions share writes (TcpTransport::
+      // send_soon: the first at once, the others at the latest kSoonUs
+      // later): fewer system calls and wake-ups of the peer than one per
+      // operation. A waiter sends held frames at once.
       o->ctl_send->set_hold_sends(prefix > 0 ? OpPeers::Hold::kWithNext : OpPeers::Hold::kSoon);
     }
     for (int r = 0; r < size_; ++r) {

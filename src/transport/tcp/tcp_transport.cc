@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <thread>
@@ -369,6 +370,17 @@ void TcpTransport::send(const TransferHandle& t, const FrameHeader& h, bool hold
 }
 
 void TcpTransport::send_soon(const TransferHandle& t, const FrameHeader& h) {
+  // The first frame of a burst leaves at once (the peer may act on it
+  // while this rank goes on) and opens a window of kSoonUs in which later
+  // ones wait for company.
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  if (now >= soon_window_end_ns_.load(std::memory_order_relaxed)) {
+    soon_window_end_ns_.store(now + kSoonUs * 1000, std::memory_order_relaxed);
+    send(t, h, false);
+    return;
+  }
   send(t, h, true);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (soon_armed_.exchange(true)) return;  // it fires soon and flushes this frame too

@@ -81,12 +81,13 @@ class TcpTransport : public WaitDriver {
   // first OpPeers::wait or at its end); the progress thread calls it too at
   // every turn, at the latest every kPingMs.
   void send(const TransferHandle& t, const FrameHeader& h, bool hold = false);
-  // Like send(hold), for a small frame that nothing of the sender's own
-  // surely follows: it leaves with the next frame written to that peer, at
-  // the next flush_held(), or at the latest kSoonUs later (a timer of the
-  // progress thread, armed once for all the frames it finds held). Frames
-  // sent close together, e.g. the signature frames of a burst of
-  // submissions, so share one system call and one wake-up of the peer.
+  // For a small frame that nothing of the sender's own surely follows:
+  // frames sent close together, e.g. the signature frames of a burst of
+  // submissions, share system calls and wake-ups of the peer. The first
+  // leaves at once; one sent less than kSoonUs after it waits (as with
+  // send(hold)) for the next frame written to that peer or the next
+  // flush_held(), at the latest kSoonUs (a timer of the progress thread,
+  // armed once for all the frames it finds held).
   void send_soon(const TransferHandle& t, const FrameHeader& h);
   static constexpr int64_t kSoonUs = 50;
   // Writes the frames held by send(hold); cheap when there are none.
@@ -161,6 +162,7 @@ class TcpTransport : public WaitDriver {
   std::atomic<bool> retry_paused_{false};
   std::atomic<bool> held_{false};  // some connection may hold frames (send with hold)
   std::atomic<bool> soon_armed_{false};  // soon_fd_ will fire (send_soon)
+  std::atomic<int64_t> soon_window_end_ns_{0};  // send_soon() holds frames until then
   std::atomic<bool> shut_down_{false};
   std::atomic<int> first_lost_{-1};
   uint32_t spin_us_ = 0;  // Transfer::set_spin_us of sends and receives; set in connect_all
