@@ -449,13 +449,17 @@ Status AsyncEngine::submit(AsyncOpSpec&& spec, std::shared_ptr<AsyncRequest>* ou
     if (o->fused) {
       o->ctl_send->set_fuser(fuser_.get());
     } else {
-      // With partitions started here, their thread sends the frame along
-      // with their own (as a start frame). Else, over TCP, the signature
-      // frames of a burst of submissions share writes (TcpTransport::
-      // send_soon: the first at once, the others at the latest kSoonUs
-      // later): fewer system calls and wake-ups of the peer than one per
-      // operation. A waiter sends held frames at once.
-      o->ctl_send->set_hold_sends(prefix > 0 ? OpPeers::Hold::kWithNext : OpPeers::Hold::kSoon);
+      // With a partition started by this submission (dispatched below,
+      // after this frame is queued), its thread sends the frame along with
+      // its own, as a start frame. (Not one that a peer started: it was
+      // dispatched in step 3 and may have ended already.) Else, over TCP,
+      // the signature frames of a burst of submissions share writes
+      // (TcpTransport::send_soon: the first at once, the others at the
+      // latest kSoonUs later): fewer system calls and wake-ups of the peer
+      // than one per operation. A waiter sends held frames at once.
+      const bool own_start = std::any_of(starts.begin(), starts.end(),
+                                         [o](const AsyncPartition* p) { return p->op == o; });
+      o->ctl_send->set_hold_sends(own_start ? OpPeers::Hold::kWithNext : OpPeers::Hold::kSoon);
     }
     for (int r = 0; r < size_; ++r) {
       if (r == rank_) continue;

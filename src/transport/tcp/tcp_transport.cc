@@ -42,8 +42,10 @@ constexpr int64_t kSilentMs = 4 * kPingMs;
 }  // namespace
 
 TcpTransport::TcpTransport(const TcpOptions& opts, Mailbox* mailbox, PeerLostFn on_lost)
-    : opts_(opts), mailbox_(mailbox), on_lost_(std::move(on_lost)) {
+    : opts_(opts), mailbox_(mailbox), on_lost_(std::move(on_lost)),
+      soon_window_end_ns_(new std::atomic<int64_t>[static_cast<size_t>(opts.size)]) {
   conns_.resize(static_cast<size_t>(opts.size));
+  for (int r = 0; r < opts.size; ++r) soon_window_end_ns_[r].store(0);
 }
 
 TcpTransport::~TcpTransport() {
@@ -376,8 +378,9 @@ void TcpTransport::send_soon(const TransferHandle& t, const FrameHeader& h) {
   const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                           std::chrono::steady_clock::now().time_since_epoch())
                           .count();
-  if (now >= soon_window_end_ns_.load(std::memory_order_relaxed)) {
-    soon_window_end_ns_.store(now + kSoonUs * 1000, std::memory_order_relaxed);
+  std::atomic<int64_t>& window_end = soon_window_end_ns_[t->key().peer];
+  if (now >= window_end.load(std::memory_order_relaxed)) {
+    window_end.store(now + kSoonUs * 1000, std::memory_order_relaxed);
     send(t, h, false);
     return;
   }

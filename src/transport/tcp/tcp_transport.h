@@ -77,17 +77,18 @@ class TcpTransport : public WaitDriver {
   // frame written to that peer or at the next flush_held(), so one system
   // call and one wake-up of the peer carry both. The holder must make sure
   // that a running thread calls flush_held() before it sleeps (src/sched: a
-  // start frame is flushed by the thread that runs its partition, at its
-  // first OpPeers::wait or at its end); the progress thread calls it too at
-  // every turn, at the latest every kPingMs.
+  // start frame, or the signature frame of an operation that started a
+  // partition at submission, is flushed by the thread that runs the
+  // partition, at its first OpPeers::wait or at its end); the progress
+  // thread calls it too at every turn, at the latest every kPingMs.
   void send(const TransferHandle& t, const FrameHeader& h, bool hold = false);
   // For a small frame that nothing of the sender's own surely follows:
-  // frames sent close together, e.g. the signature frames of a burst of
-  // submissions, share system calls and wake-ups of the peer. The first
-  // leaves at once; one sent less than kSoonUs after it waits (as with
-  // send(hold)) for the next frame written to that peer or the next
-  // flush_held(), at the latest kSoonUs (a timer of the progress thread,
-  // armed once for all the frames it finds held).
+  // frames sent close together to one peer, e.g. the signature frames of a
+  // burst of submissions, share system calls and wake-ups of the peer. The
+  // first leaves at once; one sent to the same peer less than kSoonUs after
+  // it waits (as with send(hold)) for the next frame written to that peer
+  // or the next flush_held(), at the latest kSoonUs (a timer of the
+  // progress thread, armed once for all the frames it finds held).
   void send_soon(const TransferHandle& t, const FrameHeader& h);
   static constexpr int64_t kSoonUs = 50;
   // Writes the frames held by send(hold); cheap when there are none.
@@ -162,7 +163,8 @@ class TcpTransport : public WaitDriver {
   std::atomic<bool> retry_paused_{false};
   std::atomic<bool> held_{false};  // some connection may hold frames (send with hold)
   std::atomic<bool> soon_armed_{false};  // soon_fd_ will fire (send_soon)
-  std::atomic<int64_t> soon_window_end_ns_{0};  // send_soon() holds frames until then
+  // By peer: send_soon() holds frames to it until then (steady clock, ns).
+  std::unique_ptr<std::atomic<int64_t>[]> soon_window_end_ns_;
   std::atomic<bool> shut_down_{false};
   std::atomic<int> first_lost_{-1};
   uint32_t spin_us_ = 0;  // Transfer::set_spin_us of sends and receives; set in connect_all
