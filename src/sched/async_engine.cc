@@ -446,21 +446,7 @@ Status AsyncEngine::submit(AsyncOpSpec&& spec, std::shared_ptr<AsyncRequest>* ou
     o->sig_out.resize(kSigRecordBytes);
     encode_sig(o->sig, o->sig_out.data());
     o->ctl_send.reset(new OpPeers(engine_, o->spec.name, o->name_hash, sig_wire, prefix, o->deadline));
-    if (o->fused) {
-      o->ctl_send->set_fuser(fuser_.get());
-    } else {
-      // With a partition started by this submission (dispatched below,
-      // after this frame is queued), its thread sends the frame along with
-      // its own, as a start frame. (Not one that a peer started: it was
-      // dispatched in step 3 and may have ended already.) Else, over TCP,
-      // the signature frames of a burst of submissions share writes
-      // (TcpTransport::send_soon: the first at once, the others at the
-      // latest kSoonUs later): fewer system calls and wake-ups of the peer
-      // than one per operation. A waiter sends held frames at once.
-      const bool own_start = std::any_of(starts.begin(), starts.end(),
-                                         [o](const AsyncPartition* p) { return p->op == o; });
-      o->ctl_send->set_hold_sends(own_start ? OpPeers::Hold::kWithNext : OpPeers::Hold::kSoon);
-    }
+    if (o->fused) o->ctl_send->set_fuser(fuser_.get());
     for (int r = 0; r < size_; ++r) {
       if (r == rank_) continue;
       o->sig_send[r] = o->ctl_send->isend(r, Tag{0, kSigStep}, o->sig_out.data(), kSigRecordBytes);

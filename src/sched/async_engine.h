@@ -5,11 +5,7 @@
 // Life of an operation
 //  1. submit(): takes the next sequence number of the name, posts receives
 //     for every peer's signature frame and sends its own to every peer (step
-//     kSigStep), cuts the operation into partitions, and queues them. Over
-//     TCP the signature frames of a burst of submissions share writes
-//     (TcpTransport::send_soon: the first at once, the others within 50 us;
-//     a waiter sends them at once), or ride along with the frames of the
-//     partitions started at submission, like start frames (below).
+//     kSigStep), cuts the operation into partitions, and queues them.
 //  2. Scheduling: an operation is "confirmed" once every peer's signature
 //     frame has arrived (every rank submitted it). Queued partitions of
 //     confirmed operations are ordered by (priority, submission order,

@@ -12,7 +12,6 @@
 namespace kf {
 
 Status AsyncEngine::wait_transfer(const TransferHandle& t, const Deadline& d) {
-  engine_->flush_held();  // e.g. finalize() waits for its own held signature frames
   ShmTransport* shm = engine_->shm();
   return shm != nullptr ? shm->wait(t, d) : t->wait(d);
 }

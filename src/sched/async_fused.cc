@@ -176,7 +176,6 @@ void AsyncEngine::poll(const std::shared_ptr<AsyncRequest>& req) {
     return;
   }
   if (fuser_) fuser_->flush();
-  engine_->flush_held();  // held signature frames (submit)
   if (ShmTransport* shm = engine_->shm()) shm->progress();
   AsyncOp* o = nullptr;
   {

@@ -186,7 +186,7 @@ void AsyncEngine::announce(const std::vector<AsyncPartition*>& starts, const Asy
     // The partition's own frames follow at once (or it waits or ends, which
     // sends held frames first): the start frame rides along with them, one
     // write and one wake-up of the peer instead of two.
-    peers.set_hold_sends(OpPeers::Hold::kWithNext);
+    peers.set_hold_sends(true);
     for (int r = 0; r < size_; ++r) {
       if (r != rank_) peers.isend(r, Tag{0, kStartStep}, nullptr, 0);
     }

@@ -131,7 +131,6 @@ void AsyncEngine::run_handed(AsyncPartition* p, const std::shared_ptr<AsyncReque
 bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req, const WaitRest& rest) {
   if (req->lane_) return lane_->help(req, true);
   if (fuser_) fuser_->flush();
-  engine_->flush_held();  // held signature frames (submit) leave before this thread sleeps
   AsyncPartition* mine = nullptr;
   {
     std::unique_lock<std::mutex> lock(mu_);

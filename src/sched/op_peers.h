@@ -47,14 +47,10 @@ class OpPeers : public Peers {
   // `fuser`'s bundles (their payload copied: the send completes at once)
   // instead of going to a transport.
   void set_fuser(Fuser* fuser) { fuser_ = fuser; }
-  // How sends over TCP leave (shared memory ignores it): at once (kNow);
-  // with the next frame to the same peer or at the next
-  // Engine::flush_held() (kWithNext: TcpTransport::send with hold, for a
-  // small frame that the sender's own traffic follows at once); or as
-  // kWithNext but at the latest TcpTransport::kSoonUs later (kSoon:
-  // TcpTransport::send_soon, for small frames that others may soon join).
-  enum class Hold { kNow, kWithNext, kSoon };
-  void set_hold_sends(Hold hold) { hold_ = hold; }
+  // Sends over TCP may wait for the next frame to the same peer or the next
+  // Engine::flush_held() (TcpTransport::send with hold): for a small frame
+  // that the sender's own traffic follows at once.
+  void set_hold_sends(bool hold) { hold_ = hold; }
   // Every receive posted from now on calls `listener` when it completes
   // (Transfer::set_listener: short, no mailbox or transport calls).
   void set_recv_listener(std::function<void()> listener) { recv_listener_ = std::move(listener); }
@@ -65,13 +61,11 @@ class OpPeers : public Peers {
   struct Route {
     ShmTransport* shm = nullptr;
     TcpTransport* tcp = nullptr;
-    void send(const TransferHandle& t, const FrameHeader& h, Hold hold) {
+    void send(const TransferHandle& t, const FrameHeader& h, bool hold) {
       if (shm != nullptr) {
         shm->send(t, h);
-      } else if (hold == Hold::kSoon) {
-        tcp->send_soon(t, h);
       } else {
-        tcp->send(t, h, hold == Hold::kWithNext);
+        tcp->send(t, h, hold);
       }
     }
   };
@@ -86,7 +80,7 @@ class OpPeers : public Peers {
   std::vector<TransferHandle> transfers_;
   std::function<Status()> watch_;
   Fuser* fuser_ = nullptr;
-  Hold hold_ = Hold::kNow;
+  bool hold_ = false;
   std::function<void()> recv_listener_;
   uint64_t display_seq_;
   std::string display_suffix_;

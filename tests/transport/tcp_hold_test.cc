@@ -1,12 +1,10 @@
-// Held TCP sends (TcpTransport::send with hold, send_soon): two ranks of
-// one process over loopback. A held frame is not lost: it leaves with the
-// next frame to the same peer, at flush_held(), or, with neither, at a turn
-// of the progress thread (at most kPingMs); a frame of send_soon() at the
-// latest kSoonUs later. (That a frame waits at all is not asserted: only a
-// clock could tell, and the progress thread may take it any time.)
+// Held TCP sends (TcpTransport::send with hold): two ranks of one process
+// over loopback. A held frame is not lost: it leaves with the next frame to
+// the same peer, at flush_held(), or, with neither, at a turn of the
+// progress thread (at most kPingMs). (That it waits at all is not asserted:
+// only a clock could tell, and the progress thread may take it any time.)
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -48,11 +46,7 @@ class TcpPair : public ::testing::Test {
   }
 
   // Rank 0 sends `text` as frame `seq` to rank 1.
-  enum class How { kNow, kHold, kSoon };
   TransferHandle send(uint64_t seq, const std::string& text, bool hold) {
-    return send(seq, text, hold ? How::kHold : How::kNow);
-  }
-  TransferHandle send(uint64_t seq, const std::string& text, How how) {
     FrameHeader h;
     h.type = FrameType::kData;
     h.epoch = 1;
@@ -62,11 +56,7 @@ class TcpPair : public ::testing::Test {
     payloads_.push_back(std::make_unique<std::string>(text));
     auto t = std::make_shared<Transfer>(Transfer::Kind::kSend, MessageKey{1, kName, seq, 0, 0}, 0,
                                         payloads_.back()->data(), text.size());
-    if (how == How::kSoon) {
-      tcp_[0]->send_soon(t, h);
-    } else {
-      tcp_[0]->send(t, h, how == How::kHold);
-    }
+    tcp_[0]->send(t, h, hold);
     return t;
   }
 
@@ -118,34 +108,6 @@ TEST_F(TcpPair, HeldFrameLeavesWithoutAFlush) {
   Status st = ra->wait(Deadline::after_ms(kWaitMs));
   ASSERT_TRUE(st.is_ok()) << st.message();
   EXPECT_EQ(received(1), "late");
-}
-
-TEST_F(TcpPair, SoonFramesLeaveTogetherWithinTheirBound) {
-  // Three frames close together (one timer for all), then one more after
-  // they left (the timer fired, so this one arms it again).
-  const auto start = std::chrono::steady_clock::now();
-  TransferHandle r1 = post(1, 3), r2 = post(2, 3), r3 = post(3, 3), r4 = post(4, 4);
-  TransferHandle s1 = send(1, "one", How::kSoon);
-  send(2, "two", How::kSoon);
-  send(3, "six", How::kSoon);
-  for (const TransferHandle& r : {r1, r2, r3}) {
-    Status st = r->wait(Deadline::after_ms(kWaitMs));
-    ASSERT_TRUE(st.is_ok()) << st.message();
-  }
-  ASSERT_TRUE(s1->wait(Deadline::after_ms(kWaitMs)).is_ok());
-  send(4, "more", How::kSoon);
-  ASSERT_TRUE(r4->wait(Deadline::after_ms(kWaitMs)).is_ok());
-  EXPECT_EQ(received(1), "one");
-  EXPECT_EQ(received(2), "two");
-  EXPECT_EQ(received(3), "six");
-  EXPECT_EQ(received(4), "more");
-  // The timer's 50 us, with room for a loaded machine; without the timer
-  // they would wait for the progress thread's turn (up to kPingMs = 500 ms
-  // each, so this may pass by chance, but not fail by chance).
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::steady_clock::now() - start)
-                      .count();
-  EXPECT_LT(ms, 400);
 }
 
 }  // namespace

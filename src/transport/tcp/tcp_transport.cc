@@ -4,11 +4,9 @@
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <thread>
@@ -23,7 +21,6 @@ namespace {
 // A stranger gets this long to prove itself before we drop it.
 constexpr int kHandshakeMs = 3000;
 constexpr uint32_t kWakeToken = 0xffffffffu;
-constexpr uint32_t kSoonToken = 0xfffffffeu;
 // A driving waiter polls its socket at most this long before it looks at
 // its transfer again (which may have failed without any byte arriving).
 constexpr int kDriveSliceMs = 10;
@@ -42,10 +39,8 @@ constexpr int64_t kSilentMs = 4 * kPingMs;
 }  // namespace
 
 TcpTransport::TcpTransport(const TcpOptions& opts, Mailbox* mailbox, PeerLostFn on_lost)
-    : opts_(opts), mailbox_(mailbox), on_lost_(std::move(on_lost)),
-      soon_window_end_ns_(new std::atomic<int64_t>[static_cast<size_t>(opts.size)]) {
+    : opts_(opts), mailbox_(mailbox), on_lost_(std::move(on_lost)) {
   conns_.resize(static_cast<size_t>(opts.size));
-  for (int r = 0; r < opts.size; ++r) soon_window_end_ns_[r].store(0);
 }
 
 TcpTransport::~TcpTransport() {
@@ -65,17 +60,14 @@ Status TcpTransport::adopt_listener(Fd fd, const std::string& address) {
   epoll_fd_.reset(::epoll_create1(EPOLL_CLOEXEC));
   wake_fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   accept_stop_fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  soon_fd_.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
-  if (!epoll_fd_.valid() || !wake_fd_.valid() || !accept_stop_fd_.valid() || !soon_fd_.valid()) {
-    return system_error(errno_text("epoll/eventfd/timerfd", errno));
+  if (!epoll_fd_.valid() || !wake_fd_.valid() || !accept_stop_fd_.valid()) {
+    return system_error(errno_text("epoll/eventfd", errno));
   }
   epoll_event ev;
   std::memset(&ev, 0, sizeof(ev));
   ev.events = EPOLLIN;
   ev.data.u32 = kWakeToken;
   ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, wake_fd_.get(), &ev);
-  ev.data.u32 = kSoonToken;
-  ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, soon_fd_.get(), &ev);
   acceptor_ = std::thread([this] { accept_loop(); });
   return Status::ok();
 }
@@ -209,18 +201,6 @@ void TcpTransport::progress_loop() {
     }
     for (int i = 0; i < n; ++i) {
       uint32_t token = events[i].data.u32;
-      if (token == kSoonToken) {
-        uint64_t expirations;
-        ssize_t r = ::read(soon_fd_.get(), &expirations, sizeof(expirations));
-        (void)r;
-        // Disarmed before the flush: a send_soon() whose frame this flush
-        // misses finds the timer disarmed and arms it again (the fences
-        // pair with the one in send_soon()).
-        soon_armed_.store(false);
-        std::atomic_thread_fence(std::memory_order_seq_cst);
-        flush_held();
-        continue;
-      }
       if (token == kWakeToken) {
         uint64_t v;
         ssize_t r = ::read(wake_fd_.get(), &v, sizeof(v));
@@ -369,31 +349,6 @@ void TcpTransport::send(const TransferHandle& t, const FrameHeader& h, bool hold
   // sender's write also sees this sender's connection flag (the release
   // sequence of this write continues through the later ones).
   if (hold) held_.exchange(true, std::memory_order_release);
-}
-
-void TcpTransport::send_soon(const TransferHandle& t, const FrameHeader& h) {
-  // The first frame of a burst leaves at once (the peer may act on it
-  // while this rank goes on) and opens a window of kSoonUs in which later
-  // ones wait for company.
-  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::steady_clock::now().time_since_epoch())
-                          .count();
-  std::atomic<int64_t>& window_end = soon_window_end_ns_[t->key().peer];
-  if (now >= window_end.load(std::memory_order_relaxed)) {
-    window_end.store(now + kSoonUs * 1000, std::memory_order_relaxed);
-    send(t, h, false);
-    return;
-  }
-  send(t, h, true);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (soon_armed_.exchange(true)) return;  // it fires soon and flushes this frame too
-  itimerspec when;
-  std::memset(&when, 0, sizeof(when));
-  when.it_value.tv_nsec = kSoonUs * 1000;  // one shot, relative
-  if (::timerfd_settime(soon_fd_.get(), 0, &when, nullptr) != 0) {
-    soon_armed_.store(false);
-    flush_held();  // no timer: send it now
-  }
 }
 
 void TcpTransport::flush_held_slow() {

@@ -77,20 +77,10 @@ class TcpTransport : public WaitDriver {
   // frame written to that peer or at the next flush_held(), so one system
   // call and one wake-up of the peer carry both. The holder must make sure
   // that a running thread calls flush_held() before it sleeps (src/sched: a
-  // start frame, or the signature frame of an operation that started a
-  // partition at submission, is flushed by the thread that runs the
-  // partition, at its first OpPeers::wait or at its end); the progress
-  // thread calls it too at every turn, at the latest every kPingMs.
+  // start frame is flushed by the thread that runs its partition, at its
+  // first OpPeers::wait or at its end); the progress thread calls it too at
+  // every turn, at the latest every kPingMs.
   void send(const TransferHandle& t, const FrameHeader& h, bool hold = false);
-  // For a small frame that nothing of the sender's own surely follows:
-  // frames sent close together to one peer, e.g. the signature frames of a
-  // burst of submissions, share system calls and wake-ups of the peer. The
-  // first leaves at once; one sent to the same peer less than kSoonUs after
-  // it waits (as with send(hold)) for the next frame written to that peer
-  // or the next flush_held(), at the latest kSoonUs (a timer of the
-  // progress thread, armed once for all the frames it finds held).
-  void send_soon(const TransferHandle& t, const FrameHeader& h);
-  static constexpr int64_t kSoonUs = 50;
   // Writes the frames held by send(hold); cheap when there are none.
   void flush_held() {
     if (held_.load(std::memory_order_acquire)) flush_held_slow();
@@ -149,7 +139,6 @@ class TcpTransport : public WaitDriver {
   Fd epoll_fd_;
   Fd wake_fd_;         // eventfd: wakes the progress thread
   Fd accept_stop_fd_;  // eventfd: stops the acceptor thread
-  Fd soon_fd_;         // timerfd: flushes the frames of send_soon()
   std::string address_;
 
   std::vector<std::unique_ptr<TcpConn>> conns_;  // indexed by rank; conns_[rank] is null
@@ -162,9 +151,6 @@ class TcpTransport : public WaitDriver {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> retry_paused_{false};
   std::atomic<bool> held_{false};  // some connection may hold frames (send with hold)
-  std::atomic<bool> soon_armed_{false};  // soon_fd_ will fire (send_soon)
-  // By peer: send_soon() holds frames to it until then (steady clock, ns).
-  std::unique_ptr<std::atomic<int64_t>[]> soon_window_end_ns_;
   std::atomic<bool> shut_down_{false};
   std::atomic<int> first_lost_{-1};
   uint32_t spin_us_ = 0;  // Transfer::set_spin_us of sends and receives; set in connect_all
