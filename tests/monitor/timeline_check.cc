@@ -1,7 +1,10 @@
-// timeline_check PREFIX NP [MIN_OPS]: checks the timeline files a real run
-// wrote (PREFIX.rank<N>.json for N < NP): each parses as JSON, names its
-// rank, has balanced begin/end slices, at least MIN_OPS finished operations
-// all with status "ok", and the same operation ids on every rank.
+// timeline_check PREFIX NP [MIN_OPS [MIN_OVERLAP]]: checks the timeline
+// files a real run wrote (PREFIX.rank<N>.json for N < NP): each parses as
+// JSON, names its rank, has balanced begin/end slices, at least MIN_OPS
+// finished operations all with status "ok", and the same operation ids on
+// every rank. With MIN_OVERLAP, some rank also had at least that many
+// partitions (chunk slices) running at once.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -9,6 +12,8 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "json_reader.h"
 
@@ -20,6 +25,8 @@ int main(int argc, char** argv) {
   const std::string prefix = argv[1];
   const int np = std::atoi(argv[2]);
   const long min_ops = argc > 3 ? std::atol(argv[3]) : 1;
+  const long min_overlap = argc > 4 ? std::atol(argv[4]) : 0;
+  long most_overlap = 0;  // over all ranks
   std::set<std::string> ids0;
   int bad = 0;
   for (int r = 0; r < np; ++r) {
@@ -43,8 +50,14 @@ int main(int argc, char** argv) {
     std::map<std::string, int> open;  // cat/id -> begins - ends
     long finished = 0, failed = 0;
     std::set<std::string> ids;
+    // Partition slices as (time, +1 begin / -1 end); at one time stamp ends
+    // count first, so back-to-back partitions do not read as overlapping.
+    std::vector<std::pair<double, int>> chunk_edges;
     for (const auto& e : doc.at("traceEvents").items) {
       const std::string ph = e.at("ph").str;
+      if ((ph == "b" || ph == "e") && e.at("cat").str == "chunk") {
+        chunk_edges.emplace_back(e.at("ts").number, ph == "b" ? 1 : -1);
+      }
       if (static_cast<int>(e.at("pid").number) != r) ++bad, std::printf("FAIL: pid != rank\n");
       if (ph == "b" || ph == "e") {
         const std::string key = e.at("cat").str + "/" + e.at("id").str;
@@ -64,11 +77,20 @@ int main(int argc, char** argv) {
                   finished, failed, min_ops);
       ++bad;
     }
+    std::sort(chunk_edges.begin(), chunk_edges.end());
+    long running = 0, most = 0;
+    for (const auto& edge : chunk_edges) most = std::max(most, running += edge.second);
+    most_overlap = std::max(most_overlap, most);
     if (r == 0) ids0 = ids;
     else if (ids != ids0) std::printf("FAIL: %s: operation ids differ from rank 0\n", path.c_str()), ++bad;
-    std::printf("%s: %zu events, %ld operations, %g dropped\n", path.c_str(),
-                doc.at("traceEvents").items.size(), finished,
+    std::printf("%s: %zu events, %ld operations, at most %ld partitions at once, %g dropped\n",
+                path.c_str(), doc.at("traceEvents").items.size(), finished, most,
                 doc.at("otherData").at("dropped_events").number);
+  }
+  if (most_overlap < min_overlap) {
+    std::printf("FAIL: at most %ld partitions ran at once on any rank, want >= %ld\n", most_overlap,
+                min_overlap);
+    ++bad;
   }
   if (!bad) std::printf("timeline_check: OK\n");
   return bad ? 1 : 0;

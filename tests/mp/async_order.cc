@@ -1,0 +1,151 @@
+// The scheduling order of the message path (sched/async_engine.h, point 2),
+// with real ranks (run over TCP, where every asynchronous operation takes
+// the message path):
+//
+//  --mode priority: every rank submits a bulk all_reduce (16 MiB of int32
+//    in 64 KiB partitions, priority 10) and right after it an urgent one
+//    (128 KiB in two partitions, priority 0). Under a credit of one
+//    partition (KF_CREDIT_BYTES=65536) the urgent one overtakes the bulk
+//    one's queued partitions: when kf_request_wait(urgent) returns, the bulk
+//    operation must still be in progress (in FIFO order it would have
+//    finished first). Both results are checked exactly, every iteration.
+//
+//  --mode equal: 16 all_reduces of 128 KiB (one partition each), all of one
+//    priority. Rank 0 submits them, then enters a blocking barrier; the other
+//    ranks submit them after the barrier, so that on those ranks every
+//    operation is confirmed at its submission. With a credit of one
+//    operation (KF_CREDIT_BYTES=131072), the equal-priority window
+//    (sched/credit_window.h) starts up to four at once on each rank, and
+//    peers' starts add theirs. Run with KF_TIMELINE; `timeline_check PREFIX
+//    NP 48 3` then wants three or more partitions running at once on some
+//    rank. Measured here, the most on any rank was 4-9 with the window; with
+//    the plain window (a rank's own admissions one at a time) it was 2 at np
+//    2 and 2-4 at np 3, where peers' starts alone can reach three: np 2 is
+//    the run that tells the two apart. Results are checked exactly.
+//
+// Usage: mp_async_order --mode priority|equal [--iters N]
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "mp_common.h"
+
+namespace {
+
+int g_rank = 0, g_size = 1, g_fails = 0;
+
+void fail(const std::string& what) {
+  if (g_fails++ < 10) std::printf("FAIL rank %d: %s\n", g_rank, what.c_str());
+}
+
+// Element j of rank r's input in iteration `it`; small, so that sums are exact.
+int32_t value(int it, int r, uint64_t j) { return static_cast<int32_t>((j % 1000) + 3 * r + it); }
+
+// Checks an all_reduce (sum) result; reports the first wrong element.
+void check_sum(const std::string& what, int it, const std::vector<int32_t>& got) {
+  for (uint64_t j = 0; j < got.size(); ++j) {
+    int64_t want = 0;
+    for (int r = 0; r < g_size; ++r) want += value(it, r, j);
+    if (got[j] != want) {
+      fail(what + ": element " + std::to_string(j) + " is " + std::to_string(got[j]) + ", want " +
+           std::to_string(want));
+      return;
+    }
+  }
+}
+
+std::vector<int32_t> input(int it, uint64_t count) {
+  std::vector<int32_t> v(count);
+  for (uint64_t j = 0; j < count; ++j) v[j] = value(it, g_rank, j);
+  return v;
+}
+
+kf_request_t submit(kf_comm_t comm, const char* name, std::vector<int32_t>* buf, int32_t priority,
+                    uint64_t partition_bytes) {
+  kf_op_options_t o = KF_OP_OPTIONS_INITIALIZER;
+  o.priority = priority;
+  o.partition_bytes = partition_bytes;
+  kf_request_t req = nullptr;
+  kf_status_t st =
+      kf_iall_reduce(comm, name, buf->data(), buf->data(), buf->size(), KF_INT32, KF_SUM, &o, &req);
+  if (st != KF_SUCCESS) fail(std::string("submit ") + name + ": " + kf_comm_last_error(comm));
+  return req;
+}
+
+void run_priority(kf_comm_t comm, int iters) {
+  constexpr uint64_t kBulk = (16u << 20) / sizeof(int32_t);
+  constexpr uint64_t kUrgent = (128u << 10) / sizeof(int32_t);
+  constexpr uint64_t kPartition = 64u << 10;
+  for (int it = 0; it < iters && g_fails == 0; ++it) {
+    std::vector<int32_t> bulk = input(it, kBulk), urgent = input(it, kUrgent);
+    kf_request_t b = submit(comm, "bulk", &bulk, 10, kPartition);
+    kf_request_t u = submit(comm, "urgent", &urgent, 0, kPartition);
+    if (b == nullptr || u == nullptr) return;
+    kf_status_t st = kf_request_wait(u);
+    const kf_status_t bulk_then = kf_request_test(b);
+    if (st != KF_SUCCESS) fail(std::string("urgent: ") + kf_request_error(u));
+    if (bulk_then != KF_IN_PROGRESS) {
+      fail("iteration " + std::to_string(it) + ": the bulk operation was " +
+           (bulk_then == KF_SUCCESS ? "complete" : kf_status_string(bulk_then)) +
+           " when the urgent one, submitted after it, completed: no overtaking");
+    }
+    st = kf_request_wait(b);
+    if (st != KF_SUCCESS) fail(std::string("bulk: ") + kf_request_error(b));
+    kf_request_free(u);
+    kf_request_free(b);
+    check_sum("urgent", it, urgent);
+    check_sum("bulk", it, bulk);
+  }
+}
+
+void run_equal(kf_comm_t comm, int iters) {
+  constexpr int kOps = 16;
+  constexpr uint64_t kCount = (128u << 10) / sizeof(int32_t);
+  for (int it = 0; it < iters && g_fails == 0; ++it) {
+    std::vector<std::vector<int32_t>> bufs(kOps);
+    std::vector<kf_request_t> reqs(kOps, nullptr);
+    auto submit_all = [&] {
+      for (int k = 0; k < kOps; ++k) {
+        bufs[k] = input(it + k, kCount);
+        reqs[k] = submit(comm, ("eq" + std::to_string(k)).c_str(), &bufs[k], 5, 0);
+      }
+    };
+    if (g_rank == 0) submit_all();
+    if (kf_barrier(comm) != KF_SUCCESS) fail(std::string("barrier: ") + kf_comm_last_error(comm));
+    if (g_rank != 0) submit_all();
+    if (kf_request_wait_all(reqs.size(), reqs.data()) != KF_SUCCESS) {
+      fail(std::string("wait_all: ") + kf_comm_last_error(comm));
+    }
+    for (int k = 0; k < kOps; ++k) {
+      if (reqs[k] != nullptr) kf_request_free(reqs[k]);
+      check_sum("eq" + std::to_string(k), it + k, bufs[k]);
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string mode;
+  int iters = 3;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--mode")) mode = argv[i + 1];
+    if (!std::strcmp(argv[i], "--iters")) iters = std::atoi(argv[i + 1]);
+  }
+  if (mode != "priority" && mode != "equal") {
+    std::fprintf(stderr, "usage: mp_async_order --mode priority|equal [--iters N]\n");
+    return 2;
+  }
+  kf_comm_t comm = kfmp::init_or_die("mp_async_order", &g_rank, &g_size);
+  if (mode == "priority") {
+    run_priority(comm, iters);
+  } else {
+    run_equal(comm, iters);
+  }
+  std::printf("%s rank %d: %s, %d iterations\n", g_fails == 0 ? "PASS" : "FAIL", g_rank,
+              mode.c_str(), iters);
+  kf_comm_destroy(comm);
+  return g_fails == 0 ? 0 : 1;
+}
