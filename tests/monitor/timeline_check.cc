@@ -19,7 +19,7 @@
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: timeline_check PREFIX NP [MIN_OPS]\n");
+    std::fprintf(stderr, "usage: timeline_check PREFIX NP [MIN_OPS [MIN_OVERLAP]]\n");
     return 2;
   }
   const std::string prefix = argv[1];

@@ -17,11 +17,12 @@
 //    operation (KF_CREDIT_BYTES=131072), the equal-priority window
 //    (sched/credit_window.h) starts up to four at once on each rank, and
 //    peers' starts add theirs. Run with KF_TIMELINE; `timeline_check PREFIX
-//    NP 48 3` then wants three or more partitions running at once on some
-//    rank. Measured here, the most on any rank was 4-9 with the window; with
-//    the plain window (a rank's own admissions one at a time) it was 2 at np
-//    2 and 2-4 at np 3, where peers' starts alone can reach three: np 2 is
-//    the run that tells the two apart. Results are checked exactly.
+//    NP 48 MIN` then wants MIN or more partitions running at once on some
+//    rank: 3 at np 2, 5 at np 3. Measured here, the most on any rank was 4-8
+//    at np 2 and 7-9 at np 3 with the window; with the plain window (a
+//    rank's own admissions one at a time) it was 2 at np 2 and 2-4 at np 3,
+//    where peers' starts alone add more. Results are checked exactly.
+//    A failing rank stops early; kfrun then stops the others.
 //
 // Usage: mp_async_order --mode priority|equal [--iters N]
 #include <cstdio>
@@ -82,7 +83,15 @@ void run_priority(kf_comm_t comm, int iters) {
     std::vector<int32_t> bulk = input(it, kBulk), urgent = input(it, kUrgent);
     kf_request_t b = submit(comm, "bulk", &bulk, 10, kPartition);
     kf_request_t u = submit(comm, "urgent", &urgent, 0, kPartition);
-    if (b == nullptr || u == nullptr) return;
+    if (b == nullptr || u == nullptr) {
+      // Neither buffer may go while the other operation still runs.
+      for (kf_request_t r : {b, u}) {
+        if (r == nullptr) continue;
+        kf_request_wait(r);
+        kf_request_free(r);
+      }
+      return;
+    }
     kf_status_t st = kf_request_wait(u);
     const kf_status_t bulk_then = kf_request_test(b);
     if (st != KF_SUCCESS) fail(std::string("urgent: ") + kf_request_error(u));
@@ -104,11 +113,13 @@ void run_equal(kf_comm_t comm, int iters) {
   constexpr int kOps = 16;
   constexpr uint64_t kCount = (128u << 10) / sizeof(int32_t);
   for (int it = 0; it < iters && g_fails == 0; ++it) {
+    // Filled before any submission, so that the submissions follow one
+    // another closely (the overlap is measured on the ranks after rank 0).
     std::vector<std::vector<int32_t>> bufs(kOps);
+    for (int k = 0; k < kOps; ++k) bufs[k] = input(it + k, kCount);
     std::vector<kf_request_t> reqs(kOps, nullptr);
     auto submit_all = [&] {
       for (int k = 0; k < kOps; ++k) {
-        bufs[k] = input(it + k, kCount);
         reqs[k] = submit(comm, ("eq" + std::to_string(k)).c_str(), &bufs[k], 5, 0);
       }
     };
