@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "data.h"
 #include "mp_common.h"
 
 namespace {
@@ -41,26 +42,23 @@ void fail(const std::string& what) {
   if (g_fails++ < 10) std::printf("FAIL rank %d: %s\n", g_rank, what.c_str());
 }
 
-// Element j of rank r's input in iteration `it`; small, so that sums are exact.
-int32_t value(int it, int r, uint64_t j) { return static_cast<int32_t>((j % 1000) + 3 * r + it); }
-
-// Checks an all_reduce (sum) result; reports the first wrong element.
-void check_sum(const std::string& what, int it, const std::vector<int32_t>& got) {
-  for (uint64_t j = 0; j < got.size(); ++j) {
-    int64_t want = 0;
-    for (int r = 0; r < g_size; ++r) want += value(it, r, j);
-    if (got[j] != want) {
-      fail(what + ": element " + std::to_string(j) + " is " + std::to_string(got[j]) + ", want " +
-           std::to_string(want));
-      return;
-    }
-  }
+// This rank's input for an all_reduce (sum) of `count` int32, varied by
+// `salt` (the shared test data: perf/common/data.h).
+std::vector<int32_t> input(uint32_t salt, uint64_t count) {
+  std::vector<int32_t> v(count);
+  kft::fill_input(v.data(), count, KF_INT32, kft::Kind::kReduce, KF_SUM, g_rank, 0, salt);
+  return v;
 }
 
-std::vector<int32_t> input(int it, uint64_t count) {
-  std::vector<int32_t> v(count);
-  for (uint64_t j = 0; j < count; ++j) v[j] = value(it, g_rank, j);
-  return v;
+// Checks an all_reduce (sum) result exactly; reports the first wrong element.
+void check_sum(const std::string& what, uint32_t salt, const std::vector<int32_t>& got) {
+  std::vector<int32_t> want(got.size());
+  kft::fill_expected_reduce(want.data(), want.size(), KF_INT32, KF_SUM, g_size, 0, salt);
+  uint64_t first_bad = 0;
+  if (kft::count_wrong(got.data(), want.data(), got.size(), KF_INT32, KF_SUM, &first_bad) != 0) {
+    fail(what + ": element " + std::to_string(first_bad) + " is " +
+         std::to_string(got[first_bad]) + ", want " + std::to_string(want[first_bad]));
+  }
 }
 
 kf_request_t submit(kf_comm_t comm, const char* name, std::vector<int32_t>* buf, int32_t priority,
