@@ -20,6 +20,11 @@ struct AlgoOptions {
   size_t chunk_bytes = 1 << 20;             // pipelining unit of the ring algorithms
 };
 
+// Whether all_reduce, reduce and broadcast take the ring family (else the
+// latency family) for `count` elements of `esize` bytes on n ranks: the one
+// rule, in select.cc. Every rank answers alike for the same arguments.
+bool uses_ring(const AlgoOptions& o, size_t count, size_t esize, int n);
+
 Status all_reduce(Peers& p, const AlgoOptions& o, const void* send, void* recv, size_t count,
                   kf_dtype_t dtype, kf_op_t op);
 Status broadcast(Peers& p, const AlgoOptions& o, const void* send, void* recv, size_t count,

@@ -44,6 +44,12 @@ class Peers {
   // Waits for one transfer. Returns the first error of the operation (peer
   // died, timeout, abort); after an error the algorithm must return it.
   virtual Status wait(const TransferHandle& t) = 0;
+
+  // Whether a transfer has finished, without waiting; if so, *st is its
+  // status. For algorithms that advance several operations on one thread
+  // (RingTask::advance). After an error the caller withdraws what is left,
+  // as after a failed wait().
+  virtual bool test(const TransferHandle& t, Status* st) = 0;
 };
 
 }  // namespace kf

@@ -4,7 +4,8 @@
 
 namespace kf {
 
-RingTask::RingTask(Peers& p, void* buf, size_t count, kf_dtype_t dtype, kf_op_t op)
+RingTask::RingTask(Peers& p, void* buf, size_t count, kf_dtype_t dtype, kf_op_t op,
+                   char* scratch)
     : p_(p),
       buf_(static_cast<char*>(buf)),
       dtype_(dtype),
@@ -13,7 +14,14 @@ RingTask::RingTask(Peers& p, void* buf, size_t count, kf_dtype_t dtype, kf_op_t 
       n_(p.size()),
       r_(p.rank()),
       // One chunk per segment: the caller's slices are the pipelining unit.
-      layout_(Layout::balanced(count, p.size(), count > 0 ? count : 1)) {}
+      layout_(Layout::balanced(count, p.size(), count > 0 ? count : 1)),
+      scratch_(scratch) {}
+
+size_t RingTask::scratch_bytes(size_t count, int nranks, kf_dtype_t dtype) {
+  if (nranks < 2) return 0;
+  const Layout l = Layout::balanced(count, nranks, count > 0 ? count : 1);
+  return static_cast<size_t>(nranks - 1) * l.max_chunk() * dtype_size(dtype);
+}
 
 Range RingTask::segment(int s) const {
   return layout_.segment(mod(s, n_));
@@ -24,7 +32,10 @@ void RingTask::start() {
   const int left = mod(r_ - 1, n_);
   const int right = mod(r_ + 1, n_);
   slot_bytes_ = layout_.max_chunk() * es_;
-  scratch_.reset(new char[static_cast<size_t>(n_ - 1) * slot_bytes_]);  // not zero-filled
+  if (scratch_ == nullptr) {
+    own_scratch_.reset(new char[static_cast<size_t>(n_ - 1) * slot_bytes_]);  // not zero-filled
+    scratch_ = own_scratch_.get();
+  }
   rs_recvs_.assign(static_cast<size_t>(n_ - 1), nullptr);
   ag_recvs_.assign(static_cast<size_t>(n_ - 1), nullptr);
   for (int t = 0; t + 1 < n_; ++t) {
@@ -33,7 +44,7 @@ void RingTask::start() {
     const Range rs = segment(r_ - t - 2);
     if (rs.len > 0) {
       rs_recvs_[static_cast<size_t>(t)] =
-          p_.irecv(left, make_tag(0, t), scratch_.get() + static_cast<size_t>(t) * slot_bytes_,
+          p_.irecv(left, make_tag(0, t), scratch_ + static_cast<size_t>(t) * slot_bytes_,
                    rs.len * es_);
     }
     const Range ag = segment(r_ - t - 1);
@@ -47,19 +58,30 @@ void RingTask::start() {
     sends_.push_back(p_.isend(right, make_tag(0, 0), buf_ + first.begin * es_, first.len * es_));
 }
 
+void RingTask::combine_and_pass(int t) {
+  const Range c = segment(r_ - t - 2);
+  char* dst = buf_ + c.begin * es_;
+  // "Left's partial op mine", as in the ring core.
+  reduce_to(dtype_, op_, dst, scratch_ + static_cast<size_t>(t) * slot_bytes_, dst, c.len);
+  // Step n-2 finishes segment r: its owner (this rank) averages it before
+  // sharing it, and the send starts the all-gather (step n-1).
+  if (t + 2 == n_ && op_ == KF_AVG) finish_average(dtype_, dst, c.len, n_);
+  sends_.push_back(p_.isend(mod(r_ + 1, n_), make_tag(0, t + 1), dst, c.len * es_));
+}
+
+void RingTask::pass_on(int t) {
+  if (t + 2 >= n_) return;  // the last segment to arrive goes no further
+  const Range c = segment(r_ - t - 1);
+  sends_.push_back(p_.isend(mod(r_ + 1, n_), make_tag(0, n_ + t), buf_ + c.begin * es_, c.len * es_));
+}
+
 Status RingTask::reduce_scatter() {
   reduced_ = true;
   if (n_ < 2) return Status::ok();
-  const int right = mod(r_ + 1, n_);
   for (int t = 0; t + 1 < n_; ++t) {
-    const Range c = segment(r_ - t - 2);
-    if (c.len == 0) continue;  // the sender skips it too
+    if (segment(r_ - t - 2).len == 0) continue;  // the sender skips it too
     KF_RETURN_IF_ERROR(p_.wait(rs_recvs_[static_cast<size_t>(t)]));
-    char* dst = buf_ + c.begin * es_;
-    // "Left's partial op mine", as in the ring core.
-    reduce_to(dtype_, op_, dst, scratch_.get() + static_cast<size_t>(t) * slot_bytes_, dst, c.len);
-    // Step n-2 finishes segment r: it starts the all-gather (step n-1).
-    sends_.push_back(p_.isend(right, make_tag(0, t + 1), dst, c.len * es_));
+    combine_and_pass(t);
   }
   return Status::ok();
 }
@@ -67,16 +89,35 @@ Status RingTask::reduce_scatter() {
 Status RingTask::finish() {
   if (!reduced_) KF_RETURN_IF_ERROR(reduce_scatter());
   if (n_ < 2) return Status::ok();
-  const int right = mod(r_ + 1, n_);
   for (int t = 0; t + 1 < n_; ++t) {
-    const Range c = segment(r_ - t - 1);
-    if (c.len == 0) continue;
+    if (segment(r_ - t - 1).len == 0) continue;
     KF_RETURN_IF_ERROR(p_.wait(ag_recvs_[static_cast<size_t>(t)]));
-    if (t + 2 < n_) {
-      sends_.push_back(p_.isend(right, make_tag(0, n_ + t), buf_ + c.begin * es_, c.len * es_));
-    }
+    pass_on(t);
   }
   return wait_all(p_, sends_);
+}
+
+Status RingTask::advance(bool* done) {
+  *done = false;
+  Status st;
+  for (; rs_next_ + 1 < n_; ++rs_next_) {
+    if (segment(r_ - rs_next_ - 2).len == 0) continue;
+    if (!p_.test(rs_recvs_[static_cast<size_t>(rs_next_)], &st)) return Status::ok();
+    KF_RETURN_IF_ERROR(st);
+    combine_and_pass(rs_next_);
+  }
+  for (; ag_next_ + 1 < n_; ++ag_next_) {
+    if (segment(r_ - ag_next_ - 1).len == 0) continue;
+    if (!p_.test(ag_recvs_[static_cast<size_t>(ag_next_)], &st)) return Status::ok();
+    KF_RETURN_IF_ERROR(st);
+    pass_on(ag_next_);
+  }
+  for (; sends_done_ < sends_.size(); ++sends_done_) {
+    if (!p_.test(sends_[sends_done_], &st)) return Status::ok();
+    KF_RETURN_IF_ERROR(st);
+  }
+  *done = true;
+  return Status::ok();
 }
 
 }  // namespace kf

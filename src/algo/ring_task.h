@@ -2,7 +2,10 @@
 // composite algorithm can put the first messages of one ring on the wire and
 // do other work (the intra-host phases of the next slice) before it waits.
 // Transports move posted messages in the background (TCP has its progress
-// thread), so the link stays busy meanwhile.
+// thread), so the link stays busy meanwhile. Or driven by events instead:
+// advance() runs whatever steps can run now and never waits, so one thread
+// can carry many rings at once (the asynchronous engine's event partitions,
+// sched/async_event.h).
 //
 // Same ring as ring.h with one message per segment and step: reduce-scatter
 // steps 0 .. n-2, all-gather steps n-1 .. 2n-3. start() posts every receive
@@ -26,12 +29,21 @@ namespace kf {
 class RingTask {
  public:
   // All ranks of `p` must run a RingTask with the same count, dtype and op.
-  // KF_AVG is summed only: the caller divides. `buf` must stay valid until
-  // finish() returns.
-  RingTask(Peers& p, void* buf, size_t count, kf_dtype_t dtype, kf_op_t op);
+  // KF_AVG: the owner of each segment divides it before sharing it (as
+  // ring.h does), so every rank ends with the same bits. `buf` must stay
+  // valid until the task finished. `scratch`, if not null, is the caller's
+  // memory of scratch_bytes() for the received partial results (it must
+  // outlive the task); else the task allocates its own.
+  RingTask(Peers& p, void* buf, size_t count, kf_dtype_t dtype, kf_op_t op,
+           char* scratch = nullptr);
+
+  // The scratch a task of this shape needs.
+  static size_t scratch_bytes(size_t count, int nranks, kf_dtype_t dtype);
 
   // Posts every receive and the sends of step 0. Call once.
   void start();
+
+  // Blocking use, on one thread:
   // Runs the reduce-scatter steps: waits for each partial result, combines
   // and passes it on; ends having posted the first all-gather send. Called
   // once, after start(); the all-gather then proceeds on the wire while the
@@ -42,8 +54,20 @@ class RingTask {
   // finished. Returns the first error.
   Status finish();
 
+  // Event-driven use, instead of the two above: runs every step whose
+  // message has arrived (combining it and posting the sends that follow)
+  // without waiting, and sets *done once buf holds the result and every
+  // send has finished. Call after start() and again whenever one of the
+  // task's transfers completes; never after done or an error. Deadlock
+  // free with any number of tasks on one thread, since no call waits.
+  Status advance(bool* done);
+
  private:
   Range segment(int s) const;
+  // Reduce-scatter step t, its message in: combine, pass the result on.
+  void combine_and_pass(int t);
+  // All-gather step t, its message in: pass it on unless it is the last.
+  void pass_on(int t);
 
   Peers& p_;
   char* const buf_;
@@ -53,10 +77,13 @@ class RingTask {
   const int n_;
   const int r_;
   const Layout layout_;
-  std::unique_ptr<char[]> scratch_;  // one slot of the longest segment per step
-  size_t slot_bytes_ = 0;
+  std::unique_ptr<char[]> own_scratch_;
+  char* scratch_ = nullptr;
+  size_t slot_bytes_ = 0;  // one slot of the longest segment per step
   std::vector<TransferHandle> rs_recvs_, ag_recvs_, sends_;
   bool reduced_ = false;
+  int rs_next_ = 0, ag_next_ = 0;  // advance(): the next step of each phase
+  size_t sends_done_ = 0;           // advance(): sends known finished
 };
 
 }  // namespace kf

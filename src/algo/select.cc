@@ -21,9 +21,8 @@
 #include "algo/internal.h"
 
 namespace kf {
-namespace {
 
-bool use_ring(const AlgoOptions& o, size_t count, size_t es, int n) {
+bool uses_ring(const AlgoOptions& o, size_t count, size_t es, int n) {
   switch (o.algorithm) {
     case Algorithm::kRing:
       return true;
@@ -35,8 +34,6 @@ bool use_ring(const AlgoOptions& o, size_t count, size_t es, int n) {
   return count * es >= o.ring_threshold_bytes && count >= static_cast<size_t>(n);
 }
 
-}  // namespace
-
 Status all_reduce(Peers& p, const AlgoOptions& o, const void* send, void* recv, size_t count,
                   kf_dtype_t dtype, kf_op_t op) {
   const size_t es = dtype_size(dtype);
@@ -45,7 +42,7 @@ Status all_reduce(Peers& p, const AlgoOptions& o, const void* send, void* recv, 
     copy_elems(recv, send, count, es);  // the average of one rank is its value
     return Status::ok();
   }
-  if (use_ring(o, count, es, p.size())) return ring_all_reduce(p, o, send, recv, count, dtype, op);
+  if (uses_ring(o, count, es, p.size())) return ring_all_reduce(p, o, send, recv, count, dtype, op);
   return rd_all_reduce(p, o, send, recv, count, dtype, op);
 }
 
@@ -57,7 +54,7 @@ Status reduce(Peers& p, const AlgoOptions& o, const void* send, void* recv, size
     copy_elems(recv, send, count, es);
     return Status::ok();
   }
-  if (use_ring(o, count, es, p.size()))
+  if (uses_ring(o, count, es, p.size()))
     return ring_reduce(p, o, send, recv, count, dtype, op, root);
   return binomial_reduce(p, o, send, recv, count, dtype, op, root);
 }
@@ -69,7 +66,7 @@ Status broadcast(Peers& p, const AlgoOptions& o, const void* send, void* recv, s
   // Root sends from its result buffer, so an out-of-place root copies first.
   if (p.rank() == root) copy_elems(recv, send, count, es);
   if (p.size() == 1) return Status::ok();
-  if (use_ring(o, count, es, p.size())) return chain_broadcast(p, o, recv, count, dtype, root);
+  if (uses_ring(o, count, es, p.size())) return chain_broadcast(p, o, recv, count, dtype, root);
   return binomial_broadcast(p, o, recv, count, dtype, root);
 }
 

@@ -70,7 +70,7 @@ Status strategy_broadcast(Peers& p, const AlgoOptions& o, const StrategyOptions&
                           const HostLayout& hosts, Strategy s, const void* send, void* recv,
                           size_t count, kf_dtype_t dtype, int root) {
   const Strategy r = resolve_strategy(s, hosts, p.size(), count * dtype_size(dtype), so);
-  if (r == Strategy::kFlat || r == Strategy::kAuto) {
+  if (is_flat(r)) {
     return broadcast(p, o, send, recv, count, dtype, root);
   }
   return hier_broadcast(p, o, hosts, send, recv, count, dtype, root);
@@ -82,7 +82,7 @@ Status strategy_all_gather(Peers& p, const AlgoOptions& o, const StrategyOptions
   // The size that decides is the result's: that is what crosses the links.
   const size_t bytes = sendcount * dtype_size(dtype) * static_cast<size_t>(p.size());
   const Strategy r = resolve_strategy(s, hosts, p.size(), bytes, so);
-  if (r == Strategy::kFlat || r == Strategy::kAuto) {
+  if (is_flat(r)) {
     return all_gather(p, o, send, recv, sendcount, dtype);
   }
   return hier_all_gather(p, o, hosts, send, recv, sendcount, dtype);

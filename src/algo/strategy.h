@@ -43,6 +43,8 @@ struct StrategyOptions {
 // group too large for phased tags).
 Strategy resolve_strategy(Strategy s, const HostLayout& hosts, int size, size_t bytes,
                           const StrategyOptions& so);
+// Whether a resolved strategy runs the plain algorithms (algo/select.cc).
+inline bool is_flat(Strategy s) { return s == Strategy::kFlat || s == Strategy::kAuto; }
 
 // Entry points: resolve `s` and run the chosen algorithm. `hosts` must
 // describe the ranks of `p` (same size on every rank).

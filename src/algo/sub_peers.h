@@ -44,6 +44,7 @@ class SubPeers final : public Peers {
   TransferHandle isend(int peer, Tag tag, const void* buf, size_t len) override;
   TransferHandle irecv(int peer, Tag tag, void* buf, size_t len) override;
   Status wait(const TransferHandle& t) override { return parent_.wait(t); }
+  bool test(const TransferHandle& t, Status* st) override { return parent_.test(t, st); }
 
   // The parent rank of group rank `r`.
   int parent_rank(int r) const { return members_[static_cast<size_t>(r)]; }

@@ -158,6 +158,7 @@ void AsyncEngine::close() {
   // Operations still running would wait for their timeouts: end them now.
   if (busy) engine_->abort(aborted_error("the communicator was destroyed with operations pending"));
   drain(timeout_ms_ < 0 ? 10000 : timeout_ms_);
+  stop_events();
   std::vector<std::thread> workers;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -369,6 +370,9 @@ Status AsyncEngine::submit(AsyncOpSpec&& spec, std::shared_ptr<AsyncRequest>* ou
       // never sends our data: its signature frame ends the wait instead.
       std::weak_ptr<AsyncOp> w = op;
       o->ctl_recv->set_recv_listener([this, w] { fused_event(w, false); });
+    } else if (auto listener = signature_listener(op)) {
+      // Likewise for its event partitions: a mismatch ends them.
+      o->ctl_recv->set_recv_listener(std::move(listener));
     }
     for (int r = 0; r < size_; ++r) {
       if (r == rank_) continue;

@@ -49,6 +49,12 @@
 //     thread for it, unless the operation's completion could block first
 //     (a peer's signature frame still missing, or a user callback): a
 //     started partition never waits for a thread that may block.
+//     Over TCP, an all_reduce partition that runs the plain ring is an
+//     "event partition" instead (sched/async_event.h): no thread runs it to
+//     its end; the thread that starts it posts its messages and returns,
+//     and whichever thread sees one of its messages complete (mostly the
+//     progress thread, which has just read it) carries it on. Its end
+//     starts its continuation the same way.
 //  5. Completion: after the last partition the operation waits for every
 //     peer's signature frame, compares the full signatures (a mismatch fails
 //     it with a text naming what differs), then completes the request.
@@ -99,6 +105,7 @@
 #include "algo/host_layout.h"
 #include "algo/strategy.h"
 #include "base/status.h"
+#include "sched/async_event.h"
 #include "sched/engine.h"
 #include "sched/fusion.h"
 #include "transport/transfer.h"
@@ -308,11 +315,19 @@ class AsyncEngine {
   void enable_lane(ShmTransport* shm, bool single_copy, size_t one_shot_bytes);
   bool lane_enabled() const { return lane_ != nullptr; }
 
+  // Runs the all_reduce partitions that qualify as event partitions
+  // (sched/async_event.h) from now on. Called once, before the first
+  // submission, once the transports are up; does nothing unless every peer
+  // is reached over TCP. The TCP transport must outlive close().
+  void start_events();
+
   // Operation fusion, for tests and benchmarks: what the fuser packed so far
   // (zeros when fusion is off).
   Fuser::Stats fusion_stats() const;
   // The lane's counters (zeros without a lane).
   LaneStats lane_stats() const;
+  // Event partitions started so far (sched/async_event.h), for tests.
+  uint64_t events_started() const { return events_started_.load(std::memory_order_relaxed); }
 
   // Online tuning. Partition size applies to operations submitted after the
   // call; every rank must make the same change at the same point of its
@@ -400,7 +415,25 @@ class AsyncEngine {
   void run_handed(AsyncPartition* p, const std::shared_ptr<AsyncRequest>& req,
                   const WaitRest& rest);
   Status run_planned(AsyncPartition* p);
-  AsyncPartition* partition_done(AsyncPartition* p, const Status& st);
+  // With `may_block` false (the thread must not wait for peers: it drains
+  // event partitions, maybe on a transport's thread), an operation whose
+  // completion could wait is completed on a worker instead.
+  AsyncPartition* partition_done(AsyncPartition* p, const Status& st, bool may_block = true);
+  bool finalize_may_block(AsyncOp* op);
+  // Queues op's finalize task for a worker (or a parked waiter).
+  void finalize_on_worker_locked(AsyncOp* op);
+  // Event partitions (async_event.cc).
+  bool runs_as_event(const AsyncPartition* p) const;
+  void start_event(AsyncPartition* p);
+  void drain_events();
+  void advance_event(const std::shared_ptr<EventPartition>& e);
+  void end_event(AsyncPartition* p, const Status& st);
+  void kick_events(AsyncOp* o);
+  bool events_running(AsyncOp* o);
+  void expire_events_locked(AsyncOp* o);
+  void stop_events();
+  // The listener of an operation's signature receives (null: none needed).
+  std::function<void()> signature_listener(const std::shared_ptr<AsyncOp>& op);
   Status check_signatures(AsyncOp* op);
   void finalize(AsyncOp* op);
   bool start_fused(AsyncOp* op, const std::shared_ptr<AsyncOp>& keep, bool keep_ready);
@@ -488,6 +521,12 @@ class AsyncEngine {
     TransferHandle sent;
   };
   std::vector<LaneReply> lane_replies_;
+
+  // Event partitions: null unless start_events() enabled them.
+  std::shared_ptr<EventQueue> events_;
+  std::mutex drain_events_mu_;  // held by the one thread draining events_
+  std::atomic<uint64_t> events_started_{0};
+  ScratchCache scratch_;
 };
 
 }  // namespace kf

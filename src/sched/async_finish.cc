@@ -135,8 +135,16 @@ void AsyncEngine::drain(int64_t ms) {
   std::unique_lock<std::mutex> lock(mu_);
   // Lane operations (driven by the lane's thread meanwhile) do not signal
   // drain_cv_: look at them every millisecond.
+  // Nor do event partitions once the progress thread has stopped (close()):
+  // this thread advances them.
   while (!(pending_.empty() && (!lane_ || lane_->pending() == 0)) && !d.expired()) {
-    drain_cv_.wait_for(lock, std::chrono::milliseconds(d.remaining_ms(lane_ ? 1 : 1 << 30)));
+    drain_cv_.wait_for(lock,
+                       std::chrono::milliseconds(d.remaining_ms(lane_ || events_ ? 1 : 1 << 30)));
+    if (events_) {
+      lock.unlock();
+      drain_events();
+      lock.lock();
+    }
   }
 }
 
@@ -199,6 +207,13 @@ void AsyncEngine::inspector_loop() {
           }
         } else if (queued) {
           next = std::min(next, at);
+        } else if (events_running(o)) {
+          // No thread waits for its event partitions: end them here.
+          if (now >= at) {
+            expire_events_locked(o);
+          } else {
+            next = std::min(next, at);
+          }
         }
       }
     }

@@ -289,12 +289,15 @@ void AsyncEngine::stop_failed_locked(AsyncOp* o) {
   if (o->fused) fused_ready_locked(o, false);
   const uint32_t before = o->unfinished;
   drop_queued_locked(o);
-  if (before != 0 && o->unfinished == 0) {
-    o->finalize_task.op = o;
-    o->finalize_task.index = kFinalizeTask;
-    o->finalize_task.state = AsyncPartition::State::kRunnable;
-    dispatch_locked(&o->finalize_task);
-  }
+  if (before != 0 && o->unfinished == 0) finalize_on_worker_locked(o);
+  kick_events(o);  // its running event partitions end with the error
+}
+
+void AsyncEngine::finalize_on_worker_locked(AsyncOp* o) {
+  o->finalize_task.op = o;
+  o->finalize_task.index = kFinalizeTask;
+  o->finalize_task.state = AsyncPartition::State::kRunnable;
+  dispatch_locked(&o->finalize_task);
 }
 
 }  // namespace kf

@@ -19,6 +19,7 @@
 #include "algo/one_shot.h"
 #include "base/deadline.h"
 #include "sched/async_engine.h"
+#include "sched/async_event.h"
 #include "sched/async_partition.h"
 #include "sched/async_signature.h"
 #include "sched/op_peers.h"
@@ -99,6 +100,8 @@ struct AsyncOp {
   Status error;               // first failure; guarded by mu
   std::vector<char> checked;  // per rank: signature compared; guarded by mu
   bool sig_mismatch = false;  // error is the signature difference; guarded by mu
+  // Its running event partitions (sched/async_event.h); guarded by mu.
+  std::vector<std::shared_ptr<EventPartition>> events;
 
   void set_error(const Status& st) {
     std::lock_guard<std::mutex> lock(mu);

@@ -262,6 +262,10 @@ void AsyncEngine::run_then_return(AsyncPartition* p, const std::shared_ptr<Async
 }
 
 AsyncPartition* AsyncEngine::run_partition_task(AsyncPartition* p) {
+  if (runs_as_event(p)) {
+    start_event(p);  // returns at once; its end starts its continuation
+    return nullptr;
+  }
   AsyncOp* o = p->op;
   Status st;
   if (o->fused) {
@@ -308,10 +312,10 @@ Status AsyncEngine::run_planned(AsyncPartition* p) {
 // operation (here, first) could block: then every admitted partition goes
 // to the pool. A completion is quick when every peer's signature frame is
 // in (confirmed) and no user callback runs.
-AsyncPartition* AsyncEngine::partition_done(AsyncPartition* p, const Status& st) {
+AsyncPartition* AsyncEngine::partition_done(AsyncPartition* p, const Status& st, bool may_block) {
   AsyncOp* o = p->op;
   std::vector<AsyncPartition*> starts;
-  bool fin, quick;
+  bool fin, quick, on_worker = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     p->state = AsyncPartition::State::kDone;
@@ -326,12 +330,29 @@ AsyncPartition* AsyncEngine::partition_done(AsyncPartition* p, const Status& st)
     }
     fin = --o->unfinished == 0;
     quick = !fin || (o->confirmed && !o->spec.on_complete);
+    if (fin && !may_block && finalize_may_block(o)) {
+      finalize_on_worker_locked(o);
+      on_worker = true;
+      quick = true;  // the continuation no longer waits behind the completion
+    }
     admit_locked(&starts);
   }
   announce(starts, nullptr, 0);
   AsyncPartition* next = dispatch_starts(&starts, quick);
-  if (fin) finalize(o);
+  if (fin && !on_worker) finalize(o);
   return next;
+}
+
+// Whether finalize(o) could wait: for a peer's signature frame, for its own
+// to leave (queued behind data on a full socket), or in a user callback.
+bool AsyncEngine::finalize_may_block(AsyncOp* o) {
+  if (o->spec.on_complete) return true;
+  for (int r = 0; r < size_; ++r) {
+    const TransferHandle& in = o->sig_recv[static_cast<size_t>(r)];
+    const TransferHandle& out = o->sig_send[static_cast<size_t>(r)];
+    if ((in && !in->done()) || (out && !out->done())) return true;
+  }
+  return false;
 }
 
 }  // namespace kf

@@ -176,6 +176,7 @@ Status Communicator::connect_with_records(const std::vector<std::string>& record
   KF_RETURN_IF_ERROR(tcp_->connect_all(addresses, deadline));
   engine_.attach(tcp_.get());
   KF_RETURN_IF_ERROR(connect_shm(addresses));
+  async_->start_events();
   KF_LOG_INFO("communicator '" + opts_.name + "' rank " + std::to_string(rank_) + " of " +
               std::to_string(size_) + " connected, listening on " + tcp_->address());
   return Status::ok();

@@ -53,6 +53,7 @@ class Engine {
   // attach() and before any operation that should use it.
   void attach_shm(ShmTransport* shm) { shm_.store(shm); }
   ShmTransport* shm() const { return shm_.load(std::memory_order_acquire); }
+  TcpTransport* tcp_transport() const { return tcp(); }
 
   using Body = std::function<Status(Peers&)>;
   // Runs the operation `name` (next sequence number of that name) on the

@@ -41,6 +41,7 @@ TransferHandle OpPeers::isend(int peer, Tag tag, const void* buf, size_t len) {
   auto t = std::make_shared<Transfer>(Transfer::Kind::kSend, key(peer, tag), signature_,
                                       const_cast<void*>(buf), len);
   if (ShmTransport* shm = engine_->shm()) t->set_bell(shm->bell());
+  if (send_listener_) t->set_listener(send_listener_);
   transfers_.push_back(t);
   Status health = engine_->health();
   if (!health.is_ok()) {
@@ -119,6 +120,19 @@ Status OpPeers::wait(const TransferHandle& t) {
     }
   }
   if (st.is_ok()) return st;
+  return failed(t, st);
+}
+
+bool OpPeers::test(const TransferHandle& t, Status* st) {
+  if (!t->done()) return false;
+  *st = t->status();
+  if (!st->is_ok()) *st = failed(t, *st);
+  return true;
+}
+
+// Names the operation and the message in the error of transfer t, and
+// withdraws what is still pending (the algorithm unwinds next).
+Status OpPeers::failed(const TransferHandle& t, Status st) {
   const MessageKey& k = t->key();
   if (st.code() == KF_ERR_TIMEOUT) {
     st = timeout_error("operation '" + name_ + "' #" + std::to_string(display_seq_) + display_suffix_ + " timed out " +

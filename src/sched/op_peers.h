@@ -29,6 +29,7 @@ class OpPeers : public Peers {
   TransferHandle isend(int peer, Tag tag, const void* buf, size_t len) override;
   TransferHandle irecv(int peer, Tag tag, void* buf, size_t len) override;
   Status wait(const TransferHandle& t) override;
+  bool test(const TransferHandle& t, Status* st) override;
 
   // Withdraws every transfer that has not finished (after a failure).
   void withdraw_outstanding(const Status& why);
@@ -54,9 +55,12 @@ class OpPeers : public Peers {
   // Every receive posted from now on calls `listener` when it completes
   // (Transfer::set_listener: short, no mailbox or transport calls).
   void set_recv_listener(std::function<void()> listener) { recv_listener_ = std::move(listener); }
+  // The same for every send posted from now on.
+  void set_send_listener(std::function<void()> listener) { send_listener_ = std::move(listener); }
 
  private:
   MessageKey key(int peer, Tag tag) const;
+  Status failed(const TransferHandle& t, Status st);
   std::string silence_note(int waited_on) const;
   struct Route {
     ShmTransport* shm = nullptr;
@@ -82,6 +86,7 @@ class OpPeers : public Peers {
   Fuser* fuser_ = nullptr;
   bool hold_ = false;
   std::function<void()> recv_listener_;
+  std::function<void()> send_listener_;
   uint64_t display_seq_;
   std::string display_suffix_;
 };

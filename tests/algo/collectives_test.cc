@@ -492,6 +492,7 @@ class FailingPeers final : public Peers {
     }
     return inner_.wait(t);
   }
+  bool test(const TransferHandle& t, Status* st) override { return inner_.test(t, st); }
 
  private:
   Peers& inner_;

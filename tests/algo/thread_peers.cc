@@ -99,6 +99,12 @@ Status ThreadWorld::wait(Message& m) {
   return m.status;
 }
 
+bool ThreadWorld::test(Message& m, Status* st) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (m.done) *st = m.status;
+  return m.done;
+}
+
 std::vector<Status> ThreadWorld::run(const std::function<Status(Peers&)>& fn) {
   std::vector<Status> out(static_cast<size_t>(size_));
   std::vector<std::thread> threads;
@@ -156,6 +162,16 @@ Status ThreadPeers::wait(const TransferHandle& t) {
   // pending is cancelled before the algorithm unwinds and frees its scratch.
   if (!st.is_ok()) w_.cancel(rank_);
   return st;
+}
+
+bool ThreadPeers::test(const TransferHandle& t, Status* st) {
+  if (!t) {
+    *st = internal_error("test of a null handle");
+    return true;
+  }
+  if (!w_.test(*from_handle(t), st)) return false;
+  if (!st->is_ok()) w_.cancel(rank_);  // as wait() does
+  return true;
 }
 
 }  // namespace test

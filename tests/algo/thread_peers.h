@@ -46,6 +46,7 @@ class ThreadWorld {
   struct Message;
   std::shared_ptr<Message> post(int src, int dst, Tag tag, bool is_send, void* buf, size_t len);
   Status wait(Message& m);
+  bool test(Message& m, Status* st);
 
  private:
   using Key = std::tuple<int, int, uint32_t, uint32_t>;
@@ -78,6 +79,7 @@ class ThreadPeers final : public Peers {
   TransferHandle isend(int peer, Tag tag, const void* buf, size_t len) override;
   TransferHandle irecv(int peer, Tag tag, void* buf, size_t len) override;
   Status wait(const TransferHandle& t) override;
+  bool test(const TransferHandle& t, Status* st) override;
 
  private:
   ThreadWorld& w_;

@@ -7,7 +7,10 @@
 // must fire exactly once, and test / wait / wait_any / wait_all are all
 // exercised.
 //
-// Usage: mp_async_stress [--ops N] [--threads T] [--seed S]
+// Usage: mp_async_stress [--ops N] [--threads T] [--seed S] [--want-events]
+// --want-events: fail unless some partitions ran as event partitions
+// (sched/async_event.h: over TCP, the ring's partitions), so a test meant
+// for that path cannot pass without it.
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/handle.h"
 #include "mp_common.h"
 
 namespace {
@@ -179,10 +183,21 @@ uint64_t check(const Live& l, int rank, int n) {
 int main(int argc, char** argv) {
   int nops = 300, nthreads = 3;
   unsigned seed = 12345;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--ops")) nops = std::atoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--threads")) nthreads = std::atoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--seed")) seed = static_cast<unsigned>(std::atoi(argv[i + 1]));
+  bool want_events = false;
+  for (int i = 1; i < argc; ++i) {
+    const bool has_value = i + 1 < argc;
+    if (!std::strcmp(argv[i], "--want-events")) {
+      want_events = true;
+    } else if (has_value && !std::strcmp(argv[i], "--ops")) {
+      nops = std::atoi(argv[++i]);
+    } else if (has_value && !std::strcmp(argv[i], "--threads")) {
+      nthreads = std::atoi(argv[++i]);
+    } else if (has_value && !std::strcmp(argv[i], "--seed")) {
+      seed = static_cast<unsigned>(std::atoi(argv[++i]));
+    } else {
+      std::fprintf(stderr, "mp_async_stress: unknown or incomplete argument %s\n", argv[i]);
+      return 2;
+    }
   }
   int rank = 0, n = 1;
   kf_comm_t comm = kfmp::init_or_die("mp_async_stress", &rank, &n);
@@ -337,9 +352,12 @@ int main(int argc, char** argv) {
   int32_t one = 1, sum = 0;
   kf_status_t st = kf_all_reduce(comm, &one, &sum, 1, KF_INT32, KF_SUM);
   if (st != KF_SUCCESS || sum != n) complain("final blocking all_reduce");
+  const uint64_t events = comm->impl->async().events_started();
+  if (want_events && events == 0) complain("no partition ran as an event partition");
   bool ok = failures.load() == 0;
-  std::printf("%s rank %d: %d async ops by %d threads, %llu wrong elements\n", ok ? "PASS" : "FAIL",
-              rank, nops, nthreads, static_cast<unsigned long long>(wrong.load()));
+  std::printf("%s rank %d: %d async ops by %d threads, %llu wrong elements, %llu event partitions\n",
+              ok ? "PASS" : "FAIL", rank, nops, nthreads,
+              static_cast<unsigned long long>(wrong.load()), static_cast<unsigned long long>(events));
   kf_comm_destroy(comm);
   return ok ? 0 : 1;
 }

@@ -233,7 +233,21 @@ void TcpTransport::progress_loop() {
         if (!st.is_ok()) on_read_error(c, st);
       }
     }
+    run_progress_hook();
   }
+}
+
+void TcpTransport::set_progress_hook(std::function<void()> hook) {
+  std::lock_guard<std::mutex> lock(hook_mu_);
+  hook_ = std::move(hook);
+  has_hook_.store(static_cast<bool>(hook_), std::memory_order_release);
+}
+
+void TcpTransport::run_progress_hook() {
+  if (!has_hook_.load(std::memory_order_acquire)) return;
+  // Busy: another thread runs it, and sees what this one would.
+  std::unique_lock<std::mutex> lock(hook_mu_, std::try_to_lock);
+  if (lock.owns_lock() && hook_) hook_();
 }
 
 void TcpTransport::ping_idle_links() {
@@ -328,6 +342,7 @@ Status TcpTransport::drive(Transfer& t, const Deadline& deadline) {
   const bool leftover = c->needs_pump();
   rl.unlock();
   if (leftover) retry_paused();
+  run_progress_hook();  // what this thread's reads completed
   return t.sleep_until_done(deadline);
 }
 

@@ -81,6 +81,17 @@ class TcpTransport : public WaitDriver {
   // first OpPeers::wait or at its end); the progress thread calls it too at
   // every turn, at the latest every kPingMs.
   void send(const TransferHandle& t, const FrameHeader& h, bool hold = false);
+  // Work that transfer completions queued for later (their listeners may
+  // not call into a transport: sched/async_event.h). The progress thread
+  // calls `hook` after each round of reads and writes, and a thread that
+  // drove a receive (drive()) after its reads; never under a lock of the
+  // transport. Replaces the previous hook (empty: none) and returns once no
+  // call of the previous one runs any more. One atomic load per round when
+  // none is set. The hook must see to work queued while another thread ran
+  // it (a call that finds it running returns at once).
+  void set_progress_hook(std::function<void()> hook);
+  // Makes the progress thread run a round (and so the hook) soon.
+  void wake_progress() { wake(); }
   // Writes the frames held by send(hold); cheap when there are none.
   void flush_held() {
     if (held_.load(std::memory_order_acquire)) flush_held_slow();
@@ -128,6 +139,7 @@ class TcpTransport : public WaitDriver {
   // Progress thread: pings every open peer that we sent nothing to lately.
   void ping_idle_links();
   void flush_held_slow();
+  void run_progress_hook();
   // Sets the polling time of waiters (KF_TCP_SPIN_US, 0 when oversubscribed).
   void choose_spin(const std::vector<std::string>& addresses);
 
@@ -152,6 +164,9 @@ class TcpTransport : public WaitDriver {
   std::atomic<bool> retry_paused_{false};
   std::atomic<bool> held_{false};  // some connection may hold frames (send with hold)
   std::atomic<bool> shut_down_{false};
+  std::mutex hook_mu_;  // held while the hook runs
+  std::function<void()> hook_;  // guarded by hook_mu_
+  std::atomic<bool> has_hook_{false};
   std::atomic<int> first_lost_{-1};
   uint32_t spin_us_ = 0;  // Transfer::set_spin_us of sends and receives; set in connect_all
 };

@@ -1,0 +1,289 @@
+// Event partitions (sched/async_event.h): starting, advancing and ending
+// them, and the queue that carries their news between threads.
+#include "sched/async_event.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "algo/collectives.h"
+#include "algo/common.h"
+#include "algo/strategy.h"
+#include "base/block_pool.h"
+#include "sched/async_engine.h"
+#include "sched/async_state.h"
+#include "sched/async_texts.h"
+#include "sched/op_kind.h"
+
+namespace kf {
+namespace {
+
+// This thread drains the queue when it is done (it is draining, starting a
+// partition, or is the progress thread, whose hook runs after every round):
+// news it queues needs no wake-up.
+thread_local bool t_drains_soon = false;
+
+struct DrainsSoon {
+  DrainsSoon() : was_(t_drains_soon) { t_drains_soon = true; }
+  ~DrainsSoon() { t_drains_soon = was_; }
+  DrainsSoon(const DrainsSoon&) = delete;
+  DrainsSoon& operator=(const DrainsSoon&) = delete;
+
+ private:
+  const bool was_;
+};
+
+// Queues `o`'s running event partitions (its signature frames arrived, or
+// it failed): their next advance looks at the operation's state.
+void queue_running(EventQueue& q, AsyncOp* o, bool wake) {
+  std::vector<std::shared_ptr<EventPartition>> running;
+  {
+    std::lock_guard<std::mutex> lock(o->mu);
+    running = o->events;
+  }
+  for (auto& e : running) q.push(e, wake);
+}
+
+}  // namespace
+
+// ---- EventQueue, ScratchCache ------------------------------------------------
+
+void EventQueue::push(const std::shared_ptr<EventPartition>& e, bool wake) {
+  if (e->queued.exchange(true)) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_) return;
+  queue_.push_back(e);
+  // Under the lock: once close() returned, wake_ is never called again.
+  if (wake) wake_();
+}
+
+std::vector<std::shared_ptr<EventPartition>> EventQueue::take() {
+  std::vector<std::shared_ptr<EventPartition>> out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    out.swap(queue_);
+  }
+  for (auto& e : out) e->queued.store(false);
+  return out;
+}
+
+bool EventQueue::empty() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queue_.empty();
+}
+
+void EventQueue::close() {
+  std::lock_guard<std::mutex> lock(mu_);
+  closed_ = true;
+  queue_.clear();
+}
+
+std::unique_ptr<char[]> ScratchCache::take(size_t bytes, size_t* got) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // The smallest block that fits.
+    auto best = free_.end();
+    for (auto it = free_.begin(); it != free_.end(); ++it) {
+      if (it->first >= bytes && (best == free_.end() || it->first < best->first)) best = it;
+    }
+    if (best != free_.end()) {
+      *got = best->first;
+      std::unique_ptr<char[]> b = std::move(best->second);
+      free_.erase(best);
+      return b;
+    }
+  }
+  *got = bytes;
+  return std::unique_ptr<char[]>(new char[bytes > 0 ? bytes : 1]);
+}
+
+void ScratchCache::give(std::unique_ptr<char[]> block, size_t bytes) {
+  if (!block) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!kKeepMemory) return;  // under AddressSanitizer: catch a use after free
+  if (free_.size() >= kKeep) {
+    // Keep the larger blocks: they serve every smaller request.
+    auto smallest = std::min_element(free_.begin(), free_.end(),
+                                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    if (smallest->first >= bytes) return;
+    free_.erase(smallest);
+  }
+  free_.emplace_back(bytes, std::move(block));
+}
+
+// ---- the engine's side -------------------------------------------------------
+
+void AsyncEngine::start_events() {
+  TcpTransport* tcp = engine_->tcp_transport();
+  if (size_ < 2 || tcp == nullptr || engine_->shm() != nullptr || events_) return;
+  Engine* engine = engine_;
+  events_ = std::make_shared<EventQueue>([engine] { engine->tcp_transport()->wake_progress(); });
+  tcp->set_progress_hook([this] {
+    t_drains_soon = true;  // the progress thread drains after every round
+    drain_events();
+  });
+}
+
+void AsyncEngine::stop_events() {
+  if (!events_) return;
+  engine_->tcp_transport()->set_progress_hook(nullptr);
+  drain_events();
+  events_->close();
+}
+
+bool AsyncEngine::runs_as_event(const AsyncPartition* p) const {
+  if (!events_ || p == nullptr || p->index == kFinalizeTask) return false;
+  const AsyncOp* o = p->op;
+  const AsyncOpSpec& s = o->spec;
+  if (o->fused || s.body || s.kind != kAllReduce) return false;
+  const size_t es = dtype_size(s.dtype);
+  const uint64_t len = partition_len(o->plan, s.count, p->index);
+  // Not a strategy of its own (hierarchical, trees): those run on a thread.
+  if (s.strategy >= 0 && s.hosts != nullptr &&
+      !is_flat(resolve_strategy(static_cast<Strategy>(s.strategy), *s.hosts, size_, len * es,
+                                s.strategy_opts))) {
+    return false;
+  }
+  // The plain ring whose segments are one chunk each: then its messages are
+  // the blocking ring's (algo/ring.cc), so ranks need not agree on this.
+  return uses_ring(algo_, len, es, size_) &&
+         Layout::balanced(len, size_, chunk_elems(algo_, es)).chunks() == 1;
+}
+
+void AsyncEngine::start_event(AsyncPartition* p) {
+  AsyncOp* o = p->op;
+  const AsyncOpSpec& s = o->spec;
+  emit(AsyncEvent::Type::kStart, *o, p->index, p->bytes, Status::ok());
+  events_started_.fetch_add(1, std::memory_order_relaxed);
+  if (o->failed.load()) {
+    engine_->flush_held();  // its start frame, if any, leaves now
+    end_event(p, o->first_error());
+    return;
+  }
+  auto peers = std::make_unique<OpPeers>(engine_, s.name, o->name_hash,
+                                         (o->seq << kPartitionBits) | p->index, o->digest,
+                                         o->deadline);
+  peers->set_display(o->seq, o->plan.count > 1 ? " partition " + std::to_string(p->index) : "");
+  auto e = std::make_shared<EventPartition>(p, std::move(peers));
+  std::weak_ptr<EventPartition> w = e;
+  std::shared_ptr<EventQueue> q = events_;
+  auto news = [q, w] {
+    if (auto live = w.lock()) q->push(live, !t_drains_soon);
+  };
+  e->peers->set_recv_listener(news);
+  e->peers->set_send_listener(news);
+
+  const size_t es = dtype_size(s.dtype);
+  const uint64_t first = uint64_t(p->index) * o->plan.elems;
+  const uint64_t len = partition_len(o->plan, s.count, p->index);
+  char* buf = static_cast<char*>(s.recv) + first * es;
+  if (s.send != s.recv) std::memcpy(buf, static_cast<const char*>(s.send) + first * es, len * es);
+  e->scratch = scratch_.take(RingTask::scratch_bytes(len, size_, s.dtype), &e->scratch_bytes);
+  e->ring = std::make_unique<RingTask>(*e->peers, buf, len, s.dtype, static_cast<kf_op_t>(s.op),
+                                       e->scratch.get());
+  {
+    std::lock_guard<std::mutex> lock(o->mu);
+    o->events.push_back(e);
+  }
+  {
+    DrainsSoon scope;
+    {
+      std::lock_guard<std::mutex> lock(e->mu);
+      e->ring->start();
+    }
+    // Its start frame rode along with its first frame, or leaves now.
+    engine_->flush_held();
+    events_->push(e, false);  // messages may be in already
+  }
+  drain_events();
+}
+
+void AsyncEngine::drain_events() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> drainer(drain_events_mu_, std::try_to_lock);
+      // Another thread drains: it looks at the queue again after it stops.
+      if (!drainer.owns_lock()) return;
+      DrainsSoon scope;
+      for (;;) {
+        std::vector<std::shared_ptr<EventPartition>> news = events_->take();
+        if (news.empty()) break;
+        for (auto& e : news) advance_event(e);
+      }
+    }
+    if (events_->empty()) return;
+  }
+}
+
+void AsyncEngine::advance_event(const std::shared_ptr<EventPartition>& e) {
+  AsyncPartition* p = e->part;
+  AsyncOp* o = p->op;
+  Status st;
+  {
+    std::lock_guard<std::mutex> lock(e->mu);
+    if (e->ended) return;
+    // A signature mismatch seen by now, or any failure of the operation
+    // (a peer gave up, the deadline, a broken communicator), ends it.
+    st = check_signatures(o);
+    bool done = false;
+    if (st.is_ok()) st = e->ring->advance(&done);
+    if (st.is_ok() && !done) {
+      engine_->flush_held();
+      return;
+    }
+    e->ended = true;
+    if (!st.is_ok()) e->peers->withdraw_outstanding(st);
+  }
+  {
+    std::lock_guard<std::mutex> lock(o->mu);
+    o->events.erase(std::find(o->events.begin(), o->events.end(), e));
+  }
+  // Nothing writes to the scratch any more (its receives are in or withdrawn).
+  scratch_.give(std::move(e->scratch), e->scratch_bytes);
+  end_event(p, st);
+}
+
+void AsyncEngine::end_event(AsyncPartition* p, const Status& st) {
+  emit(AsyncEvent::Type::kPartitionDone, *p->op, p->index, p->bytes, st);
+  AsyncPartition* next = partition_done(p, st, /*may_block=*/false);
+  if (next == nullptr) return;
+  if (runs_as_event(next)) {
+    start_event(next);
+  } else {
+    hand_off(next);  // it would block this thread: a worker runs it
+  }
+}
+
+// Called with the engine mutex held or not; takes the operation's.
+void AsyncEngine::kick_events(AsyncOp* o) {
+  if (events_) queue_running(*events_, o, true);
+}
+
+std::function<void()> AsyncEngine::signature_listener(const std::shared_ptr<AsyncOp>& op) {
+  if (!events_ || op->fused) return nullptr;
+  std::weak_ptr<AsyncOp> w = op;
+  std::shared_ptr<EventQueue> q = events_;
+  return [q, w] {
+    if (auto o = w.lock()) queue_running(*q, o.get(), !t_drains_soon);
+  };
+}
+
+bool AsyncEngine::events_running(AsyncOp* o) {
+  if (!events_) return false;
+  std::lock_guard<std::mutex> lock(o->mu);
+  return !o->events.empty();
+}
+
+// The inspector's part for an operation with running event partitions,
+// which no thread waits for: at the deadline they end with a timeout.
+void AsyncEngine::expire_events_locked(AsyncOp* o) {
+  if (!o->failed.load()) {
+    const int left = (rank_ + size_ - 1) % size_;
+    std::string note = engine_->tcp_transport()->silence_note(left);
+    o->set_error(timeout_error(timed_out_text(
+        o->label(), timeout_ms_,
+        "waiting for data from rank " + std::to_string(left) + (note.empty() ? "" : "; " + note))));
+  }
+  kick_events(o);
+}
+
+}  // namespace kf
