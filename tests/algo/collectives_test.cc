@@ -14,6 +14,8 @@
 
 #include "algo/internal.h"
 #include "algo/one_shot.h"
+#include "algo/ring_task.h"
+#include "algo/sub_peers.h"
 #include "test_data.h"
 #include "thread_peers.h"
 
@@ -202,6 +204,70 @@ TEST_P(AlgoTest, OneShotAllReduce) {
     check_all_reduce(n(), c,
                      [](Peers& p, const Case& k, const void* send, void* recv, size_t count) {
                        return one_shot_all_reduce(p, send, recv, count, k.t, k.op);
+                     });
+  });
+}
+
+// Drives RingTasks by advance() alone until every one is done, round robin
+// on the calling thread (as the asynchronous engine's event partitions run).
+Status advance_all(std::vector<std::unique_ptr<RingTask>>& tasks) {
+  for (auto& t : tasks) t->start();
+  std::vector<bool> done(tasks.size(), false);
+  for (size_t left = tasks.size(); left > 0;) {
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      if (done[i]) continue;
+      bool d = false;
+      KF_RETURN_IF_ERROR(tasks[i]->advance(&d));
+      if (d) {
+        done[i] = true;
+        --left;
+      }
+    }
+    std::this_thread::yield();
+  }
+  return Status::ok();
+}
+
+// RingTask::advance: three rings over thirds of the buffer, each in a phase
+// of its own, advanced together by one thread per rank; every op, KF_AVG
+// averaged by the owner of each segment (the same bits on every rank).
+TEST_P(AlgoTest, RingTaskAdvance) {
+  for_all(true, false, false, [&](const Case& c) {
+    check_all_reduce(n(), c,
+                     [](Peers& p, const Case& k, const void* send, void* recv, size_t count) {
+                       const size_t es = esize(k.t);
+                       if (send != recv) std::memcpy(recv, send, count * es);
+                       std::vector<int> all(static_cast<size_t>(p.size()));
+                       for (int r = 0; r < p.size(); ++r) all[static_cast<size_t>(r)] = r;
+                       std::vector<std::unique_ptr<SubPeers>> views;
+                       std::vector<std::unique_ptr<RingTask>> tasks;
+                       for (size_t s = 0; s < 3; ++s) {
+                         const Range part = balanced_piece(count, 3, s);
+                         views.push_back(std::make_unique<SubPeers>(p, all, uint32_t(s + 1)));
+                         tasks.push_back(std::make_unique<RingTask>(
+                             *views.back(), static_cast<char*>(recv) + part.begin * es, part.len,
+                             k.t, k.op));
+                       }
+                       return advance_all(tasks);
+                     });
+  });
+}
+
+// A RingTask sends the blocking ring's messages when a segment is one chunk:
+// ranks that run one meet ranks that run ring_all_reduce (the engine's
+// event partitions and its threads need not agree), with the same bits.
+TEST_P(AlgoTest, RingTaskMeetsTheBlockingRing) {
+  for_all(true, false, false, [&](const Case& c) {
+    if (c.shape.chunk_bytes < c.shape.count * esize(c.t)) return;  // one chunk per segment only
+    check_all_reduce(n(), c,
+                     [](Peers& p, const Case& k, const void* send, void* recv, size_t count) {
+                       if (p.rank() % 2 == 0) {
+                         return all_reduce(p, k.options(), send, recv, count, k.t, k.op);
+                       }
+                       if (send != recv) std::memcpy(recv, send, count * esize(k.t));
+                       std::vector<std::unique_ptr<RingTask>> one;
+                       one.push_back(std::make_unique<RingTask>(p, recv, count, k.t, k.op));
+                       return advance_all(one);
                      });
   });
 }
