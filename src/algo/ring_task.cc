@@ -1,5 +1,7 @@
 #include "algo/ring_task.h"
 
+#include <cstring>
+
 #include "algo/reduce_kernels.h"
 
 namespace kf {
@@ -8,9 +10,11 @@ RingTask::RingTask(Peers& p, void* buf, size_t count, kf_dtype_t dtype, kf_op_t 
                    char* scratch)
     : p_(p),
       buf_(static_cast<char*>(buf)),
+      local_(static_cast<const char*>(buf)),
       dtype_(dtype),
       op_(op),
       es_(dtype_size(dtype)),
+      count_(count),
       n_(p.size()),
       r_(p.rank()),
       // One chunk per segment: the caller's slices are the pipelining unit.
@@ -28,7 +32,11 @@ Range RingTask::segment(int s) const {
 }
 
 void RingTask::start() {
-  if (n_ < 2) return;
+  if (n_ < 2) {
+    // One rank: the result is its own contribution.
+    if (local_ != buf_) std::memcpy(buf_, local_, count_ * es_);
+    return;
+  }
   const int left = mod(r_ - 1, n_);
   const int right = mod(r_ + 1, n_);
   slot_bytes_ = layout_.max_chunk() * es_;
@@ -55,14 +63,15 @@ void RingTask::start() {
   }
   const Range first = segment(r_ - 1);
   if (first.len > 0)
-    sends_.push_back(p_.isend(right, make_tag(0, 0), buf_ + first.begin * es_, first.len * es_));
+    sends_.push_back(p_.isend(right, make_tag(0, 0), local_ + first.begin * es_, first.len * es_));
 }
 
 void RingTask::combine_and_pass(int t) {
   const Range c = segment(r_ - t - 2);
   char* dst = buf_ + c.begin * es_;
   // "Left's partial op mine", as in the ring core.
-  reduce_to(dtype_, op_, dst, scratch_ + static_cast<size_t>(t) * slot_bytes_, dst, c.len);
+  reduce_to(dtype_, op_, dst, scratch_ + static_cast<size_t>(t) * slot_bytes_,
+            local_ + c.begin * es_, c.len);
   // Step n-2 finishes segment r: its owner (this rank) averages it before
   // sharing it, and the send starts the all-gather (step n-1).
   if (t + 2 == n_ && op_ == KF_AVG) finish_average(dtype_, dst, c.len, n_);

@@ -40,6 +40,11 @@ class RingTask {
   // The scratch a task of this shape needs.
   static size_t scratch_bytes(size_t count, int nranks, kf_dtype_t dtype);
 
+  // Out of place: this rank's contribution is read from `send` (count
+  // elements, left unchanged, valid until the task finished) instead of
+  // from buf, which then only receives the result. Call before start().
+  void read_input_from(const void* send) { local_ = static_cast<const char*>(send); }
+
   // Posts every receive and the sends of step 0. Call once.
   void start();
 
@@ -71,9 +76,11 @@ class RingTask {
 
   Peers& p_;
   char* const buf_;
+  const char* local_;  // this rank's contribution: buf_, or read_input_from()
   const kf_dtype_t dtype_;
   const kf_op_t op_;
   const size_t es_;
+  const size_t count_;
   const int n_;
   const int r_;
   const Layout layout_;

@@ -175,11 +175,10 @@ void AsyncEngine::start_event(AsyncPartition* p) {
   const size_t es = dtype_size(s.dtype);
   const uint64_t first = uint64_t(p->index) * o->plan.elems;
   const uint64_t len = partition_len(o->plan, s.count, p->index);
-  char* buf = static_cast<char*>(s.recv) + first * es;
-  if (s.send != s.recv) std::memcpy(buf, static_cast<const char*>(s.send) + first * es, len * es);
   e->scratch = scratch_.take(RingTask::scratch_bytes(len, size_, s.dtype), &e->scratch_bytes);
-  e->ring = std::make_unique<RingTask>(*e->peers, buf, len, s.dtype, static_cast<kf_op_t>(s.op),
-                                       e->scratch.get());
+  e->ring = std::make_unique<RingTask>(*e->peers, static_cast<char*>(s.recv) + first * es, len,
+                                       s.dtype, static_cast<kf_op_t>(s.op), e->scratch.get());
+  if (s.send != s.recv) e->ring->read_input_from(static_cast<const char*>(s.send) + first * es);
   {
     std::lock_guard<std::mutex> lock(o->mu);
     o->events.push_back(e);

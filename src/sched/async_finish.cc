@@ -207,12 +207,14 @@ void AsyncEngine::inspector_loop() {
           }
         } else if (queued) {
           next = std::min(next, at);
-        } else if (events_running(o)) {
-          // No thread waits for its event partitions: end them here.
-          if (now >= at) {
-            expire_events_locked(o);
-          } else {
+        } else if (events_) {
+          // Running: a thread that runs a partition ends it at the deadline,
+          // but no thread waits for event partitions: they end here. (Any
+          // running operation counts: one may have started just now.)
+          if (now < at) {
             next = std::min(next, at);
+          } else if (events_running(o)) {
+            expire_events_locked(o);
           }
         }
       }

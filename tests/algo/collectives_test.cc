@@ -236,7 +236,6 @@ TEST_P(AlgoTest, RingTaskAdvance) {
     check_all_reduce(n(), c,
                      [](Peers& p, const Case& k, const void* send, void* recv, size_t count) {
                        const size_t es = esize(k.t);
-                       if (send != recv) std::memcpy(recv, send, count * es);
                        std::vector<int> all(static_cast<size_t>(p.size()));
                        for (int r = 0; r < p.size(); ++r) all[static_cast<size_t>(r)] = r;
                        std::vector<std::unique_ptr<SubPeers>> views;
@@ -247,6 +246,10 @@ TEST_P(AlgoTest, RingTaskAdvance) {
                          tasks.push_back(std::make_unique<RingTask>(
                              *views.back(), static_cast<char*>(recv) + part.begin * es, part.len,
                              k.t, k.op));
+                         if (send != recv) {
+                           tasks.back()->read_input_from(static_cast<const char*>(send) +
+                                                         part.begin * es);
+                         }
                        }
                        return advance_all(tasks);
                      });
@@ -264,9 +267,9 @@ TEST_P(AlgoTest, RingTaskMeetsTheBlockingRing) {
                        if (p.rank() % 2 == 0) {
                          return all_reduce(p, k.options(), send, recv, count, k.t, k.op);
                        }
-                       if (send != recv) std::memcpy(recv, send, count * esize(k.t));
                        std::vector<std::unique_ptr<RingTask>> one;
                        one.push_back(std::make_unique<RingTask>(p, recv, count, k.t, k.op));
+                       if (send != recv) one.back()->read_input_from(send);
                        return advance_all(one);
                      });
   });
