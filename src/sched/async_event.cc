@@ -180,14 +180,16 @@ void AsyncEngine::start_event(AsyncPartition* p) {
                                        s.dtype, static_cast<kf_op_t>(s.op), e->scratch.get());
   if (s.send != s.recv) e->ring->read_input_from(static_cast<const char*>(s.send) + first * es);
   {
-    std::lock_guard<std::mutex> lock(o->mu);
-    o->events.push_back(e);
-  }
-  {
     DrainsSoon scope;
     {
       std::lock_guard<std::mutex> lock(e->mu);
       e->ring->start();
+      // Listed once started (never advanced before), and before any advance
+      // can end it (under e->mu): from now on the operation's news (a
+      // signature frame, a failure) queues it too. What came before, the
+      // advance queued below sees: it looks at the operation's state first.
+      std::lock_guard<std::mutex> op_lock(o->mu);
+      o->events.push_back(e);
     }
     // Its start frame rode along with its first frame, or leaves now.
     engine_->flush_held();
@@ -234,7 +236,8 @@ void AsyncEngine::advance_event(const std::shared_ptr<EventPartition>& e) {
   }
   {
     std::lock_guard<std::mutex> lock(o->mu);
-    o->events.erase(std::find(o->events.begin(), o->events.end(), e));
+    auto listed = std::find(o->events.begin(), o->events.end(), e);
+    if (listed != o->events.end()) o->events.erase(listed);
   }
   // Nothing writes to the scratch any more (its receives are in or withdrawn).
   scratch_.give(std::move(e->scratch), e->scratch_bytes);

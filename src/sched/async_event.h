@@ -58,7 +58,7 @@ struct EventPartition {
   std::unique_ptr<char[]> scratch;  // the ring's, from the ScratchCache
   size_t scratch_bytes = 0;
   std::unique_ptr<RingTask> ring;
-  std::mutex mu;                     // one thread advances it at a time
+  std::mutex mu;                     // one thread advances it at a time (then the op's mu)
   bool ended = false;                // guarded by mu
   std::atomic<bool> queued{false};   // in the EventQueue
 };

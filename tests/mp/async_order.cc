@@ -24,7 +24,13 @@
 //    where peers' starts alone add more. Results are checked exactly.
 //    A failing rank stops early; kfrun then stops the others.
 //
-// Usage: mp_async_order --mode priority|equal [--iters N]
+//  --mode eager: 16 all_reduces of 64 KiB, small enough to start at their
+//    submission (AsyncEngine::kEagerBytes), submitted by every rank at once,
+//    iteration after iteration: over TCP each is an event partition
+//    (sched/async_event.h) that starts while peers' signature frames and
+//    data arrive. Results are checked exactly.
+//
+// Usage: mp_async_order --mode priority|equal|eager [--iters N]
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -134,6 +140,26 @@ void run_equal(kf_comm_t comm, int iters) {
   }
 }
 
+void run_eager(kf_comm_t comm, int iters) {
+  constexpr int kOps = 16;
+  constexpr uint64_t kCount = (64u << 10) / sizeof(int32_t);
+  for (int it = 0; it < iters && g_fails == 0; ++it) {
+    std::vector<std::vector<int32_t>> bufs(kOps);
+    for (int k = 0; k < kOps; ++k) bufs[k] = input(it + k, kCount);
+    std::vector<kf_request_t> reqs(kOps, nullptr);
+    for (int k = 0; k < kOps; ++k) {
+      reqs[k] = submit(comm, ("eager" + std::to_string(k)).c_str(), &bufs[k], 5, 0);
+    }
+    if (kf_request_wait_all(reqs.size(), reqs.data()) != KF_SUCCESS) {
+      fail(std::string("wait_all: ") + kf_comm_last_error(comm));
+    }
+    for (int k = 0; k < kOps; ++k) {
+      if (reqs[k] != nullptr) kf_request_free(reqs[k]);
+      check_sum("eager" + std::to_string(k), it + k, bufs[k]);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -143,15 +169,17 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--mode")) mode = argv[i + 1];
     if (!std::strcmp(argv[i], "--iters")) iters = std::atoi(argv[i + 1]);
   }
-  if (mode != "priority" && mode != "equal") {
-    std::fprintf(stderr, "usage: mp_async_order --mode priority|equal [--iters N]\n");
+  if (mode != "priority" && mode != "equal" && mode != "eager") {
+    std::fprintf(stderr, "usage: mp_async_order --mode priority|equal|eager [--iters N]\n");
     return 2;
   }
   kf_comm_t comm = kfmp::init_or_die("mp_async_order", &g_rank, &g_size);
   if (mode == "priority") {
     run_priority(comm, iters);
-  } else {
+  } else if (mode == "equal") {
     run_equal(comm, iters);
+  } else {
+    run_eager(comm, iters);
   }
   std::printf("%s rank %d: %s, %d iterations\n", g_fails == 0 ? "PASS" : "FAIL", g_rank,
               mode.c_str(), iters);
