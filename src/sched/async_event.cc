@@ -63,6 +63,11 @@ std::vector<std::shared_ptr<EventPartition>> EventQueue::take() {
     out.swap(queue_);
   }
   for (auto& e : out) e->queued.store(false);
+  // A completion whose push found an entry still marked (between the swap
+  // and the clearing) is seen by the advance that follows: its transfer's
+  // done flag was written before that push's exchange, and this fence
+  // orders the clearing before the advance's reads (store-load).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   return out;
 }
 
@@ -261,7 +266,7 @@ void AsyncEngine::kick_events(AsyncOp* o) {
 }
 
 std::function<void()> AsyncEngine::signature_listener(const std::shared_ptr<AsyncOp>& op) {
-  if (!events_ || op->fused) return nullptr;
+  if (!events_ || op->fused || op->spec.kind != kAllReduce) return nullptr;
   std::weak_ptr<AsyncOp> w = op;
   std::shared_ptr<EventQueue> q = events_;
   return [q, w] {
