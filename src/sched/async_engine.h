@@ -424,10 +424,14 @@ class AsyncEngine {
   void finalize_on_worker_locked(AsyncOp* op);
   // Event partitions (async_event.cc).
   bool runs_as_event(const AsyncPartition* p) const;
+  // Starts p and what the ends of failed ones admit; then drains.
   void start_event(AsyncPartition* p);
+  // Starts p; if its operation failed, ends it and returns its continuation.
+  AsyncPartition* launch_event(AsyncPartition* p);
   void drain_events();
   void advance_event(const std::shared_ptr<EventPartition>& e);
-  void end_event(AsyncPartition* p, const Status& st);
+  // Ends p (partition_done without blocking); returns its continuation.
+  AsyncPartition* end_event(AsyncPartition* p, const Status& st);
   void kick_events(AsyncOp* o);
   bool events_running(AsyncOp* o);
   void expire_events_locked(AsyncOp* o);

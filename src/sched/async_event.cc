@@ -17,10 +17,15 @@
 namespace kf {
 namespace {
 
-// This thread drains the queue when it is done (it is draining, starting a
-// partition, or is the progress thread, whose hook runs after every round):
+// This thread drains the queue before it sleeps (it is draining or starting
+// a partition), or runs the transport's progress hook, which drains it:
 // news it queues needs no wake-up.
 thread_local bool t_drains_soon = false;
+// This thread holds an engine's drain_events_mu_ (one engine at a time: a
+// drain never enters another communicator).
+thread_local bool t_draining = false;
+
+bool drain_follows() { return t_drains_soon || TcpTransport::hook_follows(); }
 
 struct DrainsSoon {
   DrainsSoon() : was_(t_drains_soon) { t_drains_soon = true; }
@@ -122,10 +127,7 @@ void AsyncEngine::start_events() {
   if (size_ < 2 || tcp == nullptr || engine_->shm() != nullptr || events_) return;
   Engine* engine = engine_;
   events_ = std::make_shared<EventQueue>([engine] { engine->tcp_transport()->wake_progress(); });
-  tcp->set_progress_hook([this] {
-    t_drains_soon = true;  // the progress thread drains after every round
-    drain_events();
-  });
+  tcp->set_progress_hook([this] { drain_events(); });
 }
 
 void AsyncEngine::stop_events() {
@@ -155,14 +157,26 @@ bool AsyncEngine::runs_as_event(const AsyncPartition* p) const {
 }
 
 void AsyncEngine::start_event(AsyncPartition* p) {
+  // A loop, not a recursion: a partition of a failed operation ends at its
+  // start, and what its end admits starts next.
+  while (p != nullptr) {
+    if (!runs_as_event(p)) {
+      hand_off(p);  // it would block this thread: a worker runs it
+      break;
+    }
+    p = launch_event(p);
+  }
+  drain_events();
+}
+
+AsyncPartition* AsyncEngine::launch_event(AsyncPartition* p) {
   AsyncOp* o = p->op;
   const AsyncOpSpec& s = o->spec;
   emit(AsyncEvent::Type::kStart, *o, p->index, p->bytes, Status::ok());
   events_started_.fetch_add(1, std::memory_order_relaxed);
   if (o->failed.load()) {
     engine_->flush_held();  // its start frame, if any, leaves now
-    end_event(p, o->first_error());
-    return;
+    return end_event(p, o->first_error());
   }
   auto peers = std::make_unique<OpPeers>(engine_, s.name, o->name_hash,
                                          (o->seq << kPartitionBits) | p->index, o->digest,
@@ -172,13 +186,13 @@ void AsyncEngine::start_event(AsyncPartition* p) {
   std::weak_ptr<EventPartition> w = e;
   std::shared_ptr<EventQueue> q = events_;
   auto news = [q, w] {
-    if (auto live = w.lock()) q->push(live, !t_drains_soon);
+    if (auto live = w.lock()) q->push(live, !drain_follows());
   };
   e->peers->set_recv_listener(news);
   e->peers->set_send_listener(news);
 
   const size_t es = dtype_size(s.dtype);
-  const uint64_t first = uint64_t(p->index) * o->plan.elems;
+  const uint64_t first = partition_begin(o->plan, p->index);
   const uint64_t len = partition_len(o->plan, s.count, p->index);
   e->scratch = scratch_.take(RingTask::scratch_bytes(len, size_, s.dtype), &e->scratch_bytes);
   e->ring = std::make_unique<RingTask>(*e->peers, static_cast<char*>(s.recv) + first * es, len,
@@ -198,35 +212,43 @@ void AsyncEngine::start_event(AsyncPartition* p) {
     }
     // Its start frame rode along with its first frame, or leaves now.
     engine_->flush_held();
-    events_->push(e, false);  // messages may be in already
+    events_->push(e, false);  // messages may be in already: the caller drains
   }
-  drain_events();
+  return nullptr;
 }
 
 void AsyncEngine::drain_events() {
+  // Called again inside a drain (an end starts the next partition): the
+  // outer loop sees what that queued.
+  if (t_draining) return;
   for (;;) {
     {
       std::unique_lock<std::mutex> drainer(drain_events_mu_, std::try_to_lock);
       // Another thread drains: it looks at the queue again after it stops.
       if (!drainer.owns_lock()) return;
       DrainsSoon scope;
+      t_draining = true;
       for (;;) {
         std::vector<std::shared_ptr<EventPartition>> news = events_->take();
         if (news.empty()) break;
         for (auto& e : news) advance_event(e);
       }
+      t_draining = false;
     }
     if (events_->empty()) return;
   }
 }
 
 void AsyncEngine::advance_event(const std::shared_ptr<EventPartition>& e) {
-  AsyncPartition* p = e->part;
-  AsyncOp* o = p->op;
+  AsyncPartition* const p = e->part;
+  AsyncOp* o = nullptr;
   Status st;
   {
     std::lock_guard<std::mutex> lock(e->mu);
+    // Queued again after it ended (a withdrawal runs its transfers'
+    // listeners): its operation may be gone, so nothing of it is touched.
     if (e->ended) return;
+    o = p->op;
     // A signature mismatch seen by now, or any failure of the operation
     // (a peer gave up, the deadline, a broken communicator), ends it.
     st = check_signatures(o);
@@ -246,18 +268,12 @@ void AsyncEngine::advance_event(const std::shared_ptr<EventPartition>& e) {
   }
   // Nothing writes to the scratch any more (its receives are in or withdrawn).
   scratch_.give(std::move(e->scratch), e->scratch_bytes);
-  end_event(p, st);
+  if (AsyncPartition* next = end_event(p, st)) start_event(next);
 }
 
-void AsyncEngine::end_event(AsyncPartition* p, const Status& st) {
+AsyncPartition* AsyncEngine::end_event(AsyncPartition* p, const Status& st) {
   emit(AsyncEvent::Type::kPartitionDone, *p->op, p->index, p->bytes, st);
-  AsyncPartition* next = partition_done(p, st, /*may_block=*/false);
-  if (next == nullptr) return;
-  if (runs_as_event(next)) {
-    start_event(next);
-  } else {
-    hand_off(next);  // it would block this thread: a worker runs it
-  }
+  return partition_done(p, st, /*may_block=*/false);
 }
 
 // Called with the engine mutex held or not; takes the operation's.
@@ -270,7 +286,7 @@ std::function<void()> AsyncEngine::signature_listener(const std::shared_ptr<Asyn
   std::weak_ptr<AsyncOp> w = op;
   std::shared_ptr<EventQueue> q = events_;
   return [q, w] {
-    if (auto o = w.lock()) queue_running(*q, o.get(), !t_drains_soon);
+    if (auto o = w.lock()) queue_running(*q, o.get(), !drain_follows());
   };
 }
 

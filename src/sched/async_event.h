@@ -31,7 +31,9 @@
 // stall inspector) queue the partition, whose next advance withdraws what
 // is pending and ends it with the error. Its completion never blocks the
 // draining thread: one that could wait for peers (a signature frame still
-// missing, a send still queued, a user callback) goes to a worker.
+// missing, a send still queued, a user callback) goes to a worker. The
+// engine's observer (the timeline) is called on the draining thread, the
+// progress thread among them: it must be quick and must not block.
 #pragma once
 
 #include <atomic>

@@ -203,6 +203,7 @@ void AsyncEngine::inspector_loop() {
             fused_ready_locked(o, false);
           } else {
             drop_queued_locked(o);
+            kick_events(o);  // its running event partitions end now too
             if (o->unfinished == 0) expired.push_back(o);
           }
         } else if (queued) {

@@ -51,7 +51,7 @@ PartitionPlan plan_partitions(uint32_t kind, uint64_t count, size_t esize, int n
 }
 
 uint64_t partition_len(const PartitionPlan& plan, uint64_t count, uint32_t index) {
-  uint64_t b = uint64_t(index) * plan.elems;
+  const uint64_t b = partition_begin(plan, index);
   if (b >= count) return 0;
   return std::min<uint64_t>(plan.elems, count - b);
 }
@@ -65,7 +65,7 @@ uint64_t partition_bytes_of(const PartitionPlan& plan, const AsyncOpSpec& spec, 
 Status run_partition(Peers& p, const AlgoOptions& algo, const AsyncOpSpec& s,
                      const PartitionPlan& plan, uint32_t index) {
   const size_t es = dtype_size(s.dtype);
-  const uint64_t b = uint64_t(index) * plan.elems;
+  const uint64_t b = partition_begin(plan, index);
   const uint64_t len = partition_len(plan, s.count, index);
   const int n = p.size();
   const bool whole = plan.count == 1;

@@ -26,6 +26,10 @@ struct PartitionPlan {
 PartitionPlan plan_partitions(uint32_t kind, uint64_t count, size_t esize, int nranks,
                               uint64_t partition_bytes);
 
+// First element of partition `index` (per block for blocked kinds).
+inline uint64_t partition_begin(const PartitionPlan& plan, uint32_t index) {
+  return uint64_t(index) * plan.elems;
+}
 // Elements of partition `index` (per block for blocked kinds).
 uint64_t partition_len(const PartitionPlan& plan, uint64_t count, uint32_t index);
 

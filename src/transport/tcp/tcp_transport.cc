@@ -36,6 +36,9 @@ constexpr int kPingMs = 500;
 // Heard nothing for this long: the peer is silent (stopped, hung, or cut off).
 constexpr int64_t kSilentMs = 4 * kPingMs;
 
+// This thread runs the progress hook before it next sleeps (hook_follows()).
+thread_local bool t_hook_follows = false;
+
 }  // namespace
 
 TcpTransport::TcpTransport(const TcpOptions& opts, Mailbox* mailbox, PeerLostFn on_lost)
@@ -184,6 +187,7 @@ void TcpTransport::wake() {
 }
 
 void TcpTransport::progress_loop() {
+  t_hook_follows = true;  // it runs the hook after every round
   epoll_event events[64];
   int64_t next_ping = TcpConn::now_ms() + kPingMs;
   while (!stopping_.load()) {
@@ -238,17 +242,18 @@ void TcpTransport::progress_loop() {
 }
 
 void TcpTransport::set_progress_hook(std::function<void()> hook) {
-  std::lock_guard<std::mutex> lock(hook_mu_);
+  std::unique_lock<std::shared_mutex> lock(hook_mu_);
   hook_ = std::move(hook);
   has_hook_.store(static_cast<bool>(hook_), std::memory_order_release);
 }
 
 void TcpTransport::run_progress_hook() {
   if (!has_hook_.load(std::memory_order_acquire)) return;
-  // Busy: another thread runs it, and sees what this one would.
-  std::unique_lock<std::mutex> lock(hook_mu_, std::try_to_lock);
-  if (lock.owns_lock() && hook_) hook_();
+  std::shared_lock<std::shared_mutex> lock(hook_mu_);
+  if (hook_) hook_();
 }
+
+bool TcpTransport::hook_follows() { return t_hook_follows; }
 
 void TcpTransport::ping_idle_links() {
   FrameHeader ping;
@@ -313,6 +318,8 @@ Status TcpTransport::drive(Transfer& t, const Deadline& deadline) {
   if (!rl.owns_lock()) return t.sleep_until_done(deadline);
   // A paused reader waits for room in the mailbox; the progress thread
   // retries it when there is.
+  const bool hook_followed = t_hook_follows;
+  t_hook_follows = true;  // completions of these reads: the hook below sees them
   if (!c->paused() && !t.done()) {
     c->set_driven(true);
     for (;;) {
@@ -343,6 +350,7 @@ Status TcpTransport::drive(Transfer& t, const Deadline& deadline) {
   rl.unlock();
   if (leftover) retry_paused();
   run_progress_hook();  // what this thread's reads completed
+  t_hook_follows = hook_followed;
   return t.sleep_until_done(deadline);
 }
 

@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -85,11 +86,14 @@ class TcpTransport : public WaitDriver {
   // not call into a transport: sched/async_event.h). The progress thread
   // calls `hook` after each round of reads and writes, and a thread that
   // drove a receive (drive()) after its reads; never under a lock of the
-  // transport. Replaces the previous hook (empty: none) and returns once no
-  // call of the previous one runs any more. One atomic load per round when
-  // none is set. The hook must see to work queued while another thread ran
-  // it (a call that finds it running returns at once).
+  // transport, possibly on two threads at once. Replaces the previous hook
+  // (empty: none) and returns once no call of the previous one runs any
+  // more. One atomic load per round when none is set.
   void set_progress_hook(std::function<void()> hook);
+  // True on a thread that calls the hook before it next sleeps: the
+  // progress thread, and a driving thread while it reads. A completion
+  // there needs no wake-up of the progress thread.
+  static bool hook_follows();
   // Makes the progress thread run a round (and so the hook) soon.
   void wake_progress() { wake(); }
   // Writes the frames held by send(hold); cheap when there are none.
@@ -164,7 +168,7 @@ class TcpTransport : public WaitDriver {
   std::atomic<bool> retry_paused_{false};
   std::atomic<bool> held_{false};  // some connection may hold frames (send with hold)
   std::atomic<bool> shut_down_{false};
-  std::mutex hook_mu_;  // held while the hook runs
+  std::shared_mutex hook_mu_;    // shared while the hook runs
   std::function<void()> hook_;  // guarded by hook_mu_
   std::atomic<bool> has_hook_{false};
   std::atomic<int> first_lost_{-1};
