@@ -197,7 +197,13 @@ void TcpTransport::progress_loop() {
       next_ping = now + kPingMs;
     }
     flush_held();  // held frames leave at the latest at this turn
+    // The hook runs after the flag is up: work queued before a waker saw
+    // the flag down (it wrote no wake-up) is done here (wake_progress()).
+    sleeping_.store(true);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    run_progress_hook();
     int n = ::epoll_wait(epoll_fd_.get(), events, 64, static_cast<int>(next_ping - now));
+    sleeping_.store(false, std::memory_order_relaxed);
     if (n < 0) {
       if (errno == EINTR) continue;
       KF_LOG_ERROR(errno_text("epoll_wait", errno));
@@ -237,8 +243,13 @@ void TcpTransport::progress_loop() {
         if (!st.is_ok()) on_read_error(c, st);
       }
     }
-    run_progress_hook();
   }
+}
+
+void TcpTransport::wake_progress() {
+  // Awake, it runs the hook before it next sleeps: no wake-up needed.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (sleeping_.load()) wake();
 }
 
 void TcpTransport::set_progress_hook(std::function<void()> hook) {

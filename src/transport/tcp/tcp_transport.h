@@ -84,7 +84,8 @@ class TcpTransport : public WaitDriver {
   void send(const TransferHandle& t, const FrameHeader& h, bool hold = false);
   // Work that transfer completions queued for later (their listeners may
   // not call into a transport: sched/async_event.h). The progress thread
-  // calls `hook` after each round of reads and writes, and a thread that
+  // calls `hook` before each sleep (so after each round of reads and
+  // writes), and a thread that
   // drove a receive (drive()) after its reads; never under a lock of the
   // transport, possibly on two threads at once. Replaces the previous hook
   // (empty: none) and returns once no call of the previous one runs any
@@ -94,8 +95,9 @@ class TcpTransport : public WaitDriver {
   // progress thread, and a driving thread while it reads. A completion
   // there needs no wake-up of the progress thread.
   static bool hook_follows();
-  // Makes the progress thread run a round (and so the hook) soon.
-  void wake_progress() { wake(); }
+  // Makes the progress thread run the hook soon: wakes it if it sleeps (or
+  // is about to), else it runs the hook before it next sleeps anyway.
+  void wake_progress();
   // Writes the frames held by send(hold); cheap when there are none.
   void flush_held() {
     if (held_.load(std::memory_order_acquire)) flush_held_slow();
@@ -171,6 +173,7 @@ class TcpTransport : public WaitDriver {
   std::shared_mutex hook_mu_;    // shared while the hook runs
   std::function<void()> hook_;  // guarded by hook_mu_
   std::atomic<bool> has_hook_{false};
+  std::atomic<bool> sleeping_{false};  // the progress thread is in (or entering) epoll_wait
   std::atomic<int> first_lost_{-1};
   uint32_t spin_us_ = 0;  // Transfer::set_spin_us of sends and receives; set in connect_all
 };
