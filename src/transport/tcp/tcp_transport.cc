@@ -187,7 +187,7 @@ void TcpTransport::wake() {
 }
 
 void TcpTransport::progress_loop() {
-  t_hook_follows = true;  // it runs the hook after every round
+  t_hook_follows = true;  // it runs the hook before every sleep
   epoll_event events[64];
   int64_t next_ping = TcpConn::now_ms() + kPingMs;
   while (!stopping_.load()) {

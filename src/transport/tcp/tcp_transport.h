@@ -85,11 +85,11 @@ class TcpTransport : public WaitDriver {
   // Work that transfer completions queued for later (their listeners may
   // not call into a transport: sched/async_event.h). The progress thread
   // calls `hook` before each sleep (so after each round of reads and
-  // writes), and a thread that
-  // drove a receive (drive()) after its reads; never under a lock of the
-  // transport, possibly on two threads at once. Replaces the previous hook
-  // (empty: none) and returns once no call of the previous one runs any
-  // more. One atomic load per round when none is set.
+  // writes), and a thread that drove a receive (drive()) after its reads;
+  // never under a lock of the transport, possibly on two threads at once.
+  // Replaces the previous hook (empty: none) and returns once no call of
+  // the previous one runs any more. One atomic load per round when none is
+  // set.
   void set_progress_hook(std::function<void()> hook);
   // True on a thread that calls the hook before it next sleeps: the
   // progress thread, and a driving thread while it reads. A completion
