@@ -31,7 +31,7 @@ Range RingTask::segment(int s) const {
   return layout_.segment(mod(s, n_));
 }
 
-void RingTask::start() {
+void RingTask::start(bool gather_now) {
   if (n_ < 2) {
     // One rank: the result is its own contribution.
     if (local_ != buf_) std::memcpy(buf_, local_, count_ * es_);
@@ -55,15 +55,24 @@ void RingTask::start() {
           p_.irecv(left, make_tag(0, t), scratch_ + static_cast<size_t>(t) * slot_bytes_,
                    rs.len * es_);
     }
+  }
+  if (gather_now) post_gather();
+  const Range first = segment(r_ - 1);
+  if (first.len > 0)
+    sends_.push_back(p_.isend(right, make_tag(0, 0), local_ + first.begin * es_, first.len * es_));
+}
+
+void RingTask::post_gather() {
+  gather_posted_ = true;
+  const int left = mod(r_ - 1, n_);
+  for (int t = 0; t + 1 < n_; ++t) {
+    // All-gather step t brings finished segment r - t - 1.
     const Range ag = segment(r_ - t - 1);
     if (ag.len > 0) {
       ag_recvs_[static_cast<size_t>(t)] =
           p_.irecv(left, make_tag(0, n_ - 1 + t), buf_ + ag.begin * es_, ag.len * es_);
     }
   }
-  const Range first = segment(r_ - 1);
-  if (first.len > 0)
-    sends_.push_back(p_.isend(right, make_tag(0, 0), local_ + first.begin * es_, first.len * es_));
 }
 
 void RingTask::combine_and_pass(int t) {
@@ -114,6 +123,13 @@ Status RingTask::advance(bool* done) {
     if (!p_.test(rs_recvs_[static_cast<size_t>(rs_next_)], &st)) return Status::ok();
     KF_RETURN_IF_ERROR(st);
     combine_and_pass(rs_next_);
+  }
+  if (!gather_posted_) {
+    for (; sends_done_ < sends_.size(); ++sends_done_) {
+      if (!p_.test(sends_[sends_done_], &st)) return Status::ok();
+      KF_RETURN_IF_ERROR(st);
+    }
+    post_gather();
   }
   for (; ag_next_ + 1 < n_; ++ag_next_) {
     if (segment(r_ - ag_next_ - 1).len == 0) continue;

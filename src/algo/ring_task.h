@@ -45,8 +45,13 @@ class RingTask {
   // from buf, which then only receives the result. Call before start().
   void read_input_from(const void* send) { local_ = static_cast<const char*>(send); }
 
-  // Posts every receive and the sends of step 0. Call once.
-  void start();
+  // Posts every receive and the sends of step 0. Call once. With
+  // `gather_now` false (advance() only), the all-gather receives are posted
+  // by advance() once the reduce-scatter's sends have finished, so that no
+  // receive writes a segment a send of this rank may still read in the
+  // memory model's eyes (the kernel orders it anyway; ThreadSanitizer
+  // cannot see that).
+  void start(bool gather_now = true);
 
   // Blocking use, on one thread:
   // Runs the reduce-scatter steps: waits for each partial result, combines
@@ -91,6 +96,8 @@ class RingTask {
   bool reduced_ = false;
   int rs_next_ = 0, ag_next_ = 0;  // advance(): the next step of each phase
   size_t sends_done_ = 0;           // advance(): sends known finished
+  bool gather_posted_ = false;
+  void post_gather();
 };
 
 }  // namespace kf

@@ -202,7 +202,7 @@ AsyncPartition* AsyncEngine::launch_event(AsyncPartition* p) {
     DrainsSoon scope;
     {
       std::lock_guard<std::mutex> lock(e->mu);
-      e->ring->start();
+      e->ring->start(/*gather_now=*/false);
       // Listed once started (never advanced before), and before any advance
       // can end it (under e->mu): from now on the operation's news (a
       // signature frame, a failure) queues it too. What came before, the
