@@ -13,6 +13,7 @@
 
 namespace kf {
 
+
 // ---- scheduling -----------------------------------------------------------
 
 // Starts queued partitions of confirmed operations in priority order while
@@ -135,18 +136,29 @@ AsyncPartition* AsyncEngine::admit_and_start(bool keep_one) {
 
 // Dispatches the partitions of *starts; with `keep_first`, the first one is
 // kept back for the calling thread instead, marked running, and returned.
+// Event partitions (sched/async_event.h) start here, on the calling thread:
+// their start only posts transfers, so a hand-off to a worker would cost a
+// wake-up and a thread switch for nothing.
 AsyncPartition* AsyncEngine::dispatch_starts(std::vector<AsyncPartition*>* starts,
                                              bool keep_first) {
   if (starts->empty()) return nullptr;
   AsyncPartition* first = keep_first ? starts->front() : nullptr;
-  std::lock_guard<std::mutex> lock(mu_);
-  for (AsyncPartition* p : *starts) {
-    if (p == first) {
-      p->state = AsyncPartition::State::kRunning;
-    } else {
-      dispatch_locked(p);
+  std::vector<AsyncPartition*> here;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (AsyncPartition* p : *starts) {
+      if (p == first) {
+        p->state = AsyncPartition::State::kRunning;
+      } else if (runs_as_event(p)) {
+        if (stop_) continue;  // closed: nothing runs any more
+        p->state = AsyncPartition::State::kRunning;
+        here.push_back(p);
+      } else {
+        dispatch_locked(p);
+      }
     }
   }
+  for (AsyncPartition* p : here) start_event(p);
   return first;
 }
 
