@@ -345,6 +345,10 @@ Status TcpTransport::drive(Transfer& t, const Deadline& deadline) {
           stopping_.load()) {
         break;
       }
+      // Before this thread sleeps: the news of the frames it read (pushed
+      // for its hook, not woken for) may be what the peer waits for before
+      // it sends ours.
+      run_progress_hook();
       pollfd p;
       p.fd = c->fd();
       p.events = POLLIN;
