@@ -402,9 +402,12 @@ Status AsyncEngine::submit(AsyncOpSpec&& spec, std::shared_ptr<AsyncRequest>* ou
     o->seen.assign(static_cast<size_t>(size_), 0);
     auto rem = remembered_.find({o->name_hash, o->seq});
     if (rem != remembered_.end()) {
-      for (uint32_t i = 0; i < rem->second.prefix && i < o->plan.count; ++i) force_locked(o, i);
+      // (Started below with the others, on this thread if they can be.)
+      for (uint32_t i = 0; i < rem->second.prefix && i < o->plan.count; ++i) {
+        force_locked(o, i, &starts);
+      }
       for (uint32_t i : rem->second.parts) {
-        if (i < o->plan.count) force_locked(o, i);
+        if (i < o->plan.count) force_locked(o, i, &starts);
       }
       for (int src : rem->second.submitted_by) saw_signature_locked(o, src);
       gave_up = rem->second.gave_up;

@@ -383,7 +383,10 @@ class AsyncEngine {
   AsyncPartition* admissible_locked();
   // Queues an admission task if the head of the ready queue may start now.
   void admit_soon_locked();
-  void force_locked(AsyncOp* op, uint32_t index);
+  // A peer started op's partition `index`: it starts here too, whatever the
+  // credit; added to *starts for the caller to start if given, else
+  // dispatched (or left to the drain that follows, start_on_drain_locked).
+  void force_locked(AsyncOp* op, uint32_t index, std::vector<AsyncPartition*>* starts = nullptr);
   void dispatch_locked(AsyncPartition* p);
   void drop_queued_locked(AsyncOp* op);
   void confirm_locked(AsyncOp* op);
@@ -432,6 +435,12 @@ class AsyncEngine {
   void advance_event(const std::shared_ptr<EventPartition>& e);
   // Ends p (partition_done without blocking); returns its continuation.
   AsyncPartition* end_event(AsyncPartition* p, const Status& st);
+  // For a thread under mu_ that drains event partitions next (the TCP
+  // progress thread reading a peer's control frame): p, forced to start,
+  // or an admission, left to that drain instead of a woken worker. False
+  // (nothing done) unless p is an event partition and a drain follows.
+  bool start_on_drain_locked(AsyncPartition* p);
+  bool admit_on_drain_locked();
   void kick_events(AsyncOp* o);
   bool events_running(AsyncOp* o);
   void expire_events_locked(AsyncOp* o);

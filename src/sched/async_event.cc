@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "algo/collectives.h"
 #include "algo/common.h"
@@ -76,15 +77,34 @@ std::vector<std::shared_ptr<EventPartition>> EventQueue::take() {
   return out;
 }
 
+void EventQueue::push_start(AsyncPartition* p) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!closed_) starts_.push_back(p);
+}
+
+void EventQueue::push_admit() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!closed_) admit_ = true;
+}
+
+bool EventQueue::take_starts(std::vector<AsyncPartition*>* starts) {
+  std::lock_guard<std::mutex> lock(mu_);
+  starts->swap(starts_);
+  starts_.clear();
+  return std::exchange(admit_, false);
+}
+
 bool EventQueue::empty() {
   std::lock_guard<std::mutex> lock(mu_);
-  return queue_.empty();
+  return queue_.empty() && starts_.empty() && !admit_;
 }
 
 void EventQueue::close() {
   std::lock_guard<std::mutex> lock(mu_);
   closed_ = true;
   queue_.clear();
+  starts_.clear();
+  admit_ = false;
 }
 
 std::unique_ptr<char[]> ScratchCache::take(size_t bytes, size_t* got) {
@@ -229,8 +249,18 @@ void AsyncEngine::drain_events() {
       DrainsSoon scope;
       t_draining = true;
       for (;;) {
+        std::vector<AsyncPartition*> starts;
+        const bool admit = events_->take_starts(&starts);
+        for (AsyncPartition* p : starts) start_event(p);
+        if (admit) {
+          {
+            std::lock_guard<std::mutex> lock(mu_);
+            admit_task_queued_ = false;
+          }
+          admit_and_start(false);  // event partitions start here, others on workers
+        }
         std::vector<std::shared_ptr<EventPartition>> news = events_->take();
-        if (news.empty()) break;
+        if (news.empty() && starts.empty() && !admit) break;
         for (auto& e : news) advance_event(e);
       }
       t_draining = false;
@@ -274,6 +304,19 @@ void AsyncEngine::advance_event(const std::shared_ptr<EventPartition>& e) {
 AsyncPartition* AsyncEngine::end_event(AsyncPartition* p, const Status& st) {
   emit(AsyncEvent::Type::kPartitionDone, *p->op, p->index, p->bytes, st);
   return partition_done(p, st, /*may_block=*/false);
+}
+
+bool AsyncEngine::start_on_drain_locked(AsyncPartition* p) {
+  if (stop_ || !events_ || !drain_follows() || !runs_as_event(p)) return false;
+  p->state = AsyncPartition::State::kRunning;
+  events_->push_start(p);
+  return true;
+}
+
+bool AsyncEngine::admit_on_drain_locked() {
+  if (stop_ || !events_ || !drain_follows()) return false;
+  events_->push_admit();
+  return true;
 }
 
 // Called with the engine mutex held or not; takes the operation's.

@@ -78,6 +78,13 @@ class EventQueue {
   void push(const std::shared_ptr<EventPartition>& e, bool wake);
   // Takes what is queued (each entry's `queued` flag is cleared).
   std::vector<std::shared_ptr<EventPartition>> take();
+  // Work that a thread under the engine lock leaves to the drain that
+  // follows on it (AsyncEngine::start_on_drain_locked): partitions to start
+  // (marked running) and an admission to run. Never wakes a drainer.
+  void push_start(AsyncPartition* p);
+  void push_admit();
+  // Takes the partitions to start; returns whether an admission was asked.
+  bool take_starts(std::vector<AsyncPartition*>* starts);
   bool empty();
   // From now on push() does nothing.
   void close();
@@ -86,6 +93,8 @@ class EventQueue {
   const std::function<void()> wake_;
   std::mutex mu_;
   std::vector<std::shared_ptr<EventPartition>> queue_;
+  std::vector<AsyncPartition*> starts_;
+  bool admit_ = false;
   bool closed_ = false;
 };
 

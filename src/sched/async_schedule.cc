@@ -67,7 +67,7 @@ void AsyncEngine::admit_soon_locked() {
   // partition that weighs on the head admits then (no wake-up for nothing).
   if (!admit_task_queued_ && admissible_locked() != nullptr) {
     admit_task_queued_ = true;
-    dispatch_locked(nullptr);
+    if (!admit_on_drain_locked()) dispatch_locked(nullptr);
   }
 }
 
@@ -91,7 +91,8 @@ void AsyncEngine::saw_signature_locked(AsyncOp* o, int src) {
 // operation (then it surely completes); one still waiting for a rank's
 // submission must not, or that rank could wait for a partition it keeps
 // queued.
-void AsyncEngine::force_locked(AsyncOp* op, uint32_t index) {
+void AsyncEngine::force_locked(AsyncOp* op, uint32_t index,
+                               std::vector<AsyncPartition*>* starts) {
   AsyncPartition* p = &op->parts[index];
   if (p->state != AsyncPartition::State::kQueued) return;
   p->state = AsyncPartition::State::kRunnable;
@@ -103,7 +104,11 @@ void AsyncEngine::force_locked(AsyncOp* op, uint32_t index) {
     ready_.erase(QueueKey{op->spec.priority, op->order, op});
     op->in_ready = false;
   }
-  dispatch_locked(p);
+  if (starts != nullptr) {
+    starts->push_back(p);
+  } else if (!start_on_drain_locked(p)) {
+    dispatch_locked(p);
+  }
 }
 
 void AsyncEngine::drop_queued_locked(AsyncOp* op) {
