@@ -13,7 +13,6 @@
 
 namespace kf {
 
-
 // ---- scheduling -----------------------------------------------------------
 
 // Starts queued partitions of confirmed operations in priority order while

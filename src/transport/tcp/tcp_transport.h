@@ -85,8 +85,12 @@ class TcpTransport : public WaitDriver {
   // Work that transfer completions queued for later (their listeners may
   // not call into a transport: sched/async_event.h). The progress thread
   // calls `hook` before each sleep (so after each round of reads and
-  // writes), and a thread that drove a receive (drive()) after its reads;
-  // never under a lock of the transport, possibly on two threads at once.
+  // writes), and a thread that drives a receive (drive()) before each poll
+  // of its socket and after its reads; possibly on two threads at once.
+  // The progress thread holds no lock of the transport then; a driving
+  // thread holds its socket's reader lock, which the transport only ever
+  // tries (the hook may call any function of the transport; the socket is
+  // not read meanwhile).
   // Replaces the previous hook (empty: none) and returns once no call of
   // the previous one runs any more. One atomic load per round when none is
   // set.
