@@ -128,7 +128,7 @@ AsyncEngine::AsyncEngine(Engine* engine, const AlgoOptions& algo, int64_t timeou
       stall_warn_ms_(knob_int(Knob::KF_STALL_WARN_MS)),
       rank_(engine->rank()),
       size_(engine->size()),
-      partition_bytes_(knob_bytes(Knob::KF_PARTITION_BYTES, 4 << 20)),
+      partition_bytes_(knob_bytes(Knob::KF_PARTITION_BYTES, 2 << 20)),
       credit_bytes_(knob_bytes(Knob::KF_CREDIT_BYTES, 1 << 20)),
       fusion_threshold_(
           static_cast<uint64_t>(std::max<int64_t>(0, knob_int(Knob::KF_FUSION_THRESHOLD_BYTES)))) {
@@ -264,7 +264,7 @@ LaneStats AsyncEngine::lane_stats() const {
 }
 
 void AsyncEngine::set_partition_bytes(uint64_t bytes) {
-  partition_bytes_.store(bytes > 0 ? bytes : knob_bytes(Knob::KF_PARTITION_BYTES, 4 << 20));
+  partition_bytes_.store(bytes > 0 ? bytes : knob_bytes(Knob::KF_PARTITION_BYTES, 2 << 20));
 }
 
 void AsyncEngine::set_credit_bytes(uint64_t bytes) {

@@ -13,15 +13,16 @@
 //  --mode equal: 16 all_reduces of 128 KiB (one partition each), all of one
 //    priority. Rank 0 submits them, then enters a blocking barrier; the other
 //    ranks submit them after the barrier, so that on those ranks every
-//    operation is confirmed at its submission. With a credit of one
-//    operation (KF_CREDIT_BYTES=131072), the equal-priority window
-//    (sched/credit_window.h) starts up to four at once on each rank, and
-//    peers' starts add theirs. Run with KF_TIMELINE; `timeline_check PREFIX
-//    NP 48 MIN` then wants MIN or more partitions running at once on some
-//    rank: 3 at np 2, 5 at np 3. Measured here, the most on any rank was 4-8
-//    at np 2 and 7-9 at np 3 with the window; with the plain window (a
-//    rank's own admissions one at a time) it was 2 at np 2 and 2-4 at np 3,
-//    where peers' starts alone add more. Results are checked exactly.
+//    operation is confirmed at its submission. The equal-priority window
+//    (sched/credit_window.h) lets a rank start up to 2x the credit and at
+//    least two at once, and peers' starts add theirs. Run with KF_TIMELINE;
+//    `timeline_check PREFIX NP 48 MIN` then wants MIN or more partitions
+//    running at once on some rank. At np 2, with a credit of one operation
+//    (KF_CREDIT_BYTES=131072), MIN is 3: the most on any rank was 4-5 with
+//    the window and 2 with the plain window (a rank's own admissions one at
+//    a time). At np 3, with a credit of two (262144), MIN is 8: 9-12 with
+//    the window, 4-7 with the plain one (6 runs each, session 29). Results
+//    are checked exactly.
 //    A failing rank stops early; kfrun then stops the others.
 //
 //  --mode eager: 16 all_reduces of 64 KiB, small enough to start at their

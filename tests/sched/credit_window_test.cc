@@ -27,12 +27,13 @@ TEST(CreditWindow, MixedPrioritiesStayWithinTheCredit) {
   EXPECT_FALSE(credit_admits(running(4 * kMiB, 1, false), 4 * kMiB, kMiB));
 }
 
-TEST(CreditWindow, EqualPrioritiesOverlapUpToFourTimesTheCredit) {
-  // 1 MiB operations under 1 MiB of credit: four run at once.
+TEST(CreditWindow, EqualPrioritiesOverlapUpToTwiceTheCredit) {
+  // 1 MiB operations under 1 MiB of credit: two run at once, not a third.
   EXPECT_TRUE(credit_admits(running(kMiB, 1, true), kMiB, kMiB));
-  EXPECT_TRUE(credit_admits(running(3 * kMiB, 3, true), kMiB, kMiB));
-  EXPECT_FALSE(credit_admits(running(4 * kMiB, 4, true), kMiB, kMiB));
-  // Two 2 MiB operations, not a third (6 MiB > 4 x 1 MiB).
+  EXPECT_FALSE(credit_admits(running(2 * kMiB, 2, true), kMiB, kMiB));
+  // 512 KiB operations: four (2 MiB = 2 x 1 MiB).
+  EXPECT_TRUE(credit_admits(running(3 * 512 * 1024, 3, true), 512 * 1024, kMiB));
+  // Two 2 MiB operations, not a third (6 MiB > 2 x 1 MiB).
   EXPECT_TRUE(credit_admits(running(2 * kMiB, 1, true), 2 * kMiB, kMiB));
   EXPECT_FALSE(credit_admits(running(4 * kMiB, 2, true), 2 * kMiB, kMiB));
 }
