@@ -10,7 +10,7 @@
  * initiates at once), and lets a newly submitted urgent operation overtake
  * queued partitions of less urgent ones. While the running partitions and
  * the next are of different operations of one priority, the window widens
- * to four times the credit and at least two partitions (at most four), so
+ * to twice the credit and at least two partitions (at most four), so
  * that consecutive operations of equal priority overlap.
  *
  * Names: not NULL, not empty, at most KF_OP_NAME_MAX bytes, and not starting
@@ -86,8 +86,8 @@
  * rings (shared memory or TCP). Small single-partition operations (up to
  * 64 KiB) start at submission; larger ones once every rank submitted them.
  *
- * Knobs (see kfinfo): KF_PARTITION_BYTES (default partition size),
- * KF_CREDIT_BYTES (credit window), KF_STALL_WARN_MS, KF_FUSION_THRESHOLD_BYTES,
+ * Knobs (see kfinfo): KF_PARTITION_BYTES (default partition size, 2 MiB),
+ * KF_CREDIT_BYTES (credit window, 1 MiB), KF_STALL_WARN_MS, KF_FUSION_THRESHOLD_BYTES,
  * KF_FUSION_BUNDLE_BYTES, KF_FUSION_PASS_BYTES, KF_FUSION_CYCLE_US,
  * KF_ASYNC_ARENA.
  *
