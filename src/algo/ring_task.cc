@@ -1,13 +1,23 @@
 #include "algo/ring_task.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "algo/reduce_kernels.h"
 
 namespace kf {
 
+namespace {
+
+Layout ring_layout(size_t count, int n, size_t chunk_elems) {
+  // No chunk: one per segment (a segment is at most count long).
+  return Layout::balanced(count, n, chunk_elems > 0 ? chunk_elems : std::max<size_t>(count, 1));
+}
+
+}  // namespace
+
 RingTask::RingTask(Peers& p, void* buf, size_t count, kf_dtype_t dtype, kf_op_t op,
-                   char* scratch)
+                   char* scratch, size_t chunk_elems)
     : p_(p),
       buf_(static_cast<char*>(buf)),
       local_(static_cast<const char*>(buf)),
@@ -17,18 +27,23 @@ RingTask::RingTask(Peers& p, void* buf, size_t count, kf_dtype_t dtype, kf_op_t 
       count_(count),
       n_(p.size()),
       r_(p.rank()),
-      // One chunk per segment: the caller's slices are the pipelining unit.
-      layout_(Layout::balanced(count, p.size(), count > 0 ? count : 1)),
+      layout_(ring_layout(count, p.size(), chunk_elems)),
+      chunks_(layout_.chunks()),
+      items_(p.size() > 1 ? static_cast<size_t>(p.size() - 1) * layout_.chunks() : 0),
       scratch_(scratch) {}
 
-size_t RingTask::scratch_bytes(size_t count, int nranks, kf_dtype_t dtype) {
+size_t RingTask::scratch_bytes(size_t count, int nranks, kf_dtype_t dtype, size_t chunk_elems) {
   if (nranks < 2) return 0;
-  const Layout l = Layout::balanced(count, nranks, count > 0 ? count : 1);
-  return static_cast<size_t>(nranks - 1) * l.max_chunk() * dtype_size(dtype);
+  const Layout l = ring_layout(count, nranks, chunk_elems);
+  return static_cast<size_t>(nranks - 1) * l.chunks() * l.max_chunk() * dtype_size(dtype);
 }
 
-Range RingTask::segment(int s) const {
-  return layout_.segment(mod(s, n_));
+Range RingTask::rs_range(size_t i) const {
+  return layout_.chunk(mod(r_ - step_of(i) - 2, n_), i % chunks_);
+}
+
+Range RingTask::ag_range(size_t i) const {
+  return layout_.chunk(mod(r_ - step_of(i) - 1, n_), i % chunks_);
 }
 
 void RingTask::start(bool gather_now) {
@@ -41,65 +56,66 @@ void RingTask::start(bool gather_now) {
   const int right = mod(r_ + 1, n_);
   slot_bytes_ = layout_.max_chunk() * es_;
   if (scratch_ == nullptr) {
-    own_scratch_.reset(new char[static_cast<size_t>(n_ - 1) * slot_bytes_]);  // not zero-filled
+    own_scratch_.reset(new char[items_ * slot_bytes_]);  // not zero-filled
     scratch_ = own_scratch_.get();
   }
-  rs_recvs_.assign(static_cast<size_t>(n_ - 1), nullptr);
-  ag_recvs_.assign(static_cast<size_t>(n_ - 1), nullptr);
-  for (int t = 0; t + 1 < n_; ++t) {
-    // Reduce-scatter step t brings the left neighbour's partial result of
-    // segment r - t - 2; all-gather step t brings finished segment r - t - 1.
-    const Range rs = segment(r_ - t - 2);
-    if (rs.len > 0) {
-      rs_recvs_[static_cast<size_t>(t)] =
-          p_.irecv(left, make_tag(0, t), scratch_ + static_cast<size_t>(t) * slot_bytes_,
-                   rs.len * es_);
+  rs_recvs_.assign(items_, nullptr);
+  ag_recvs_.assign(items_, nullptr);
+  for (size_t i = 0; i < items_; ++i) {
+    const Range c = rs_range(i);
+    if (c.len > 0) {  // (the sender skips an empty one too)
+      rs_recvs_[i] = p_.irecv(left, make_tag(i % chunks_, step_of(i)), scratch_ + i * slot_bytes_,
+                              c.len * es_);
     }
   }
   if (gather_now) post_gather();
-  const Range first = segment(r_ - 1);
-  if (first.len > 0)
-    sends_.push_back(p_.isend(right, make_tag(0, 0), local_ + first.begin * es_, first.len * es_));
+  // Step 0 sends this rank's own contribution of segment r - 1.
+  for (size_t k = 0; k < chunks_; ++k) {
+    const Range c = layout_.chunk(mod(r_ - 1, n_), k);
+    if (c.len > 0)
+      sends_.push_back(p_.isend(right, make_tag(k, 0), local_ + c.begin * es_, c.len * es_));
+  }
 }
 
 void RingTask::post_gather() {
   gather_posted_ = true;
   const int left = mod(r_ - 1, n_);
-  for (int t = 0; t + 1 < n_; ++t) {
-    // All-gather step t brings finished segment r - t - 1.
-    const Range ag = segment(r_ - t - 1);
-    if (ag.len > 0) {
-      ag_recvs_[static_cast<size_t>(t)] =
-          p_.irecv(left, make_tag(0, n_ - 1 + t), buf_ + ag.begin * es_, ag.len * es_);
+  for (size_t i = 0; i < items_; ++i) {
+    const Range c = ag_range(i);
+    if (c.len > 0) {
+      ag_recvs_[i] = p_.irecv(left, make_tag(i % chunks_, n_ - 1 + step_of(i)),
+                              buf_ + c.begin * es_, c.len * es_);
     }
   }
 }
 
-void RingTask::combine_and_pass(int t) {
-  const Range c = segment(r_ - t - 2);
+void RingTask::combine_and_pass(size_t i) {
+  const int t = step_of(i);
+  const Range c = rs_range(i);
   char* dst = buf_ + c.begin * es_;
   // "Left's partial op mine", as in the ring core.
-  reduce_to(dtype_, op_, dst, scratch_ + static_cast<size_t>(t) * slot_bytes_,
-            local_ + c.begin * es_, c.len);
-  // Step n-2 finishes segment r: its owner (this rank) averages it before
-  // sharing it, and the send starts the all-gather (step n-1).
+  reduce_to(dtype_, op_, dst, scratch_ + i * slot_bytes_, local_ + c.begin * es_, c.len);
+  // Step n-2 finishes this chunk of segment r: its owner (this rank)
+  // averages it before sharing it, and the send starts the all-gather
+  // (step n-1).
   if (t + 2 == n_ && op_ == KF_AVG) finish_average(dtype_, dst, c.len, n_);
-  sends_.push_back(p_.isend(mod(r_ + 1, n_), make_tag(0, t + 1), dst, c.len * es_));
+  sends_.push_back(p_.isend(mod(r_ + 1, n_), make_tag(i % chunks_, t + 1), dst, c.len * es_));
 }
 
-void RingTask::pass_on(int t) {
+void RingTask::pass_on(size_t i) {
+  const int t = step_of(i);
   if (t + 2 >= n_) return;  // the last segment to arrive goes no further
-  const Range c = segment(r_ - t - 1);
-  sends_.push_back(p_.isend(mod(r_ + 1, n_), make_tag(0, n_ + t), buf_ + c.begin * es_, c.len * es_));
+  const Range c = ag_range(i);
+  sends_.push_back(
+      p_.isend(mod(r_ + 1, n_), make_tag(i % chunks_, n_ + t), buf_ + c.begin * es_, c.len * es_));
 }
 
 Status RingTask::reduce_scatter() {
   reduced_ = true;
-  if (n_ < 2) return Status::ok();
-  for (int t = 0; t + 1 < n_; ++t) {
-    if (segment(r_ - t - 2).len == 0) continue;  // the sender skips it too
-    KF_RETURN_IF_ERROR(p_.wait(rs_recvs_[static_cast<size_t>(t)]));
-    combine_and_pass(t);
+  for (size_t i = 0; i < items_; ++i) {
+    if (rs_range(i).len == 0) continue;  // the sender skips it too
+    KF_RETURN_IF_ERROR(p_.wait(rs_recvs_[i]));
+    combine_and_pass(i);
   }
   return Status::ok();
 }
@@ -107,10 +123,10 @@ Status RingTask::reduce_scatter() {
 Status RingTask::finish() {
   if (!reduced_) KF_RETURN_IF_ERROR(reduce_scatter());
   if (n_ < 2) return Status::ok();
-  for (int t = 0; t + 1 < n_; ++t) {
-    if (segment(r_ - t - 1).len == 0) continue;
-    KF_RETURN_IF_ERROR(p_.wait(ag_recvs_[static_cast<size_t>(t)]));
-    pass_on(t);
+  for (size_t i = 0; i < items_; ++i) {
+    if (ag_range(i).len == 0) continue;
+    KF_RETURN_IF_ERROR(p_.wait(ag_recvs_[i]));
+    pass_on(i);
   }
   return wait_all(p_, sends_);
 }
@@ -118,22 +134,22 @@ Status RingTask::finish() {
 Status RingTask::advance(bool* done) {
   *done = false;
   Status st;
-  for (; rs_next_ + 1 < n_; ++rs_next_) {
-    if (segment(r_ - rs_next_ - 2).len == 0) continue;
-    if (!p_.test(rs_recvs_[static_cast<size_t>(rs_next_)], &st)) return Status::ok();
+  for (; rs_next_ < items_; ++rs_next_) {
+    if (rs_range(rs_next_).len == 0) continue;
+    if (!p_.test(rs_recvs_[rs_next_], &st)) return Status::ok();
     KF_RETURN_IF_ERROR(st);
     combine_and_pass(rs_next_);
   }
-  if (!gather_posted_) {
+  if (!gather_posted_ && n_ > 1) {
     for (; sends_done_ < sends_.size(); ++sends_done_) {
       if (!p_.test(sends_[sends_done_], &st)) return Status::ok();
       KF_RETURN_IF_ERROR(st);
     }
     post_gather();
   }
-  for (; ag_next_ + 1 < n_; ++ag_next_) {
-    if (segment(r_ - ag_next_ - 1).len == 0) continue;
-    if (!p_.test(ag_recvs_[static_cast<size_t>(ag_next_)], &st)) return Status::ok();
+  for (; ag_next_ < items_; ++ag_next_) {
+    if (ag_range(ag_next_).len == 0) continue;
+    if (!p_.test(ag_recvs_[ag_next_], &st)) return Status::ok();
     KF_RETURN_IF_ERROR(st);
     pass_on(ag_next_);
   }

@@ -7,10 +7,12 @@
 // can carry many rings at once (the asynchronous engine's event partitions,
 // sched/async_event.h).
 //
-// Same ring as ring.h with one message per segment and step: reduce-scatter
-// steps 0 .. n-2, all-gather steps n-1 .. 2n-3. start() posts every receive
-// of both halves at once (reduce-scatter ones into scratch, all-gather ones
-// straight into the buffer) and the first sends. Receiving an all-gather
+// Same ring as ring.h: reduce-scatter steps 0 .. n-2, all-gather steps
+// n-1 .. 2n-3, one message per chunk of a segment and step (one chunk per
+// segment unless the constructor's chunk_elems cuts them), in the order the
+// blocking ring sends them. start() posts every receive of both halves at
+// once (reduce-scatter ones into scratch, all-gather ones straight into the
+// buffer) and the first sends. Receiving an all-gather
 // segment in place early is safe: it can only arrive after its owner
 // finished the segment, which needs this rank's contribution to it, so this
 // rank has already reduced and sent everything it held of that segment.
@@ -28,17 +30,22 @@ namespace kf {
 
 class RingTask {
  public:
-  // All ranks of `p` must run a RingTask with the same count, dtype and op.
-  // KF_AVG: the owner of each segment divides it before sharing it (as
-  // ring.h does), so every rank ends with the same bits. `buf` must stay
-  // valid until the task finished. `scratch`, if not null, is the caller's
-  // memory of scratch_bytes() for the received partial results (it must
-  // outlive the task); else the task allocates its own.
+  // All ranks of `p` must run a RingTask with the same count, dtype, op and
+  // chunk_elems. KF_AVG: the owner of each segment divides it before
+  // sharing it (as ring.h does), so every rank ends with the same bits.
+  // `buf` must stay valid until the task finished. `scratch`, if not null,
+  // is the caller's memory of scratch_bytes() for the received partial
+  // results (it must outlive the task); else the task allocates its own.
+  // `chunk_elems`: the longest message in elements, as ring.h's chunk
+  // (algo/common.h chunk_elems()); 0: one chunk per segment. With the
+  // blocking ring's chunk, its messages are that ring's, so ranks that run
+  // ring_all_reduce meet it with the same bits.
   RingTask(Peers& p, void* buf, size_t count, kf_dtype_t dtype, kf_op_t op,
-           char* scratch = nullptr);
+           char* scratch = nullptr, size_t chunk_elems = 0);
 
-  // The scratch a task of this shape needs.
-  static size_t scratch_bytes(size_t count, int nranks, kf_dtype_t dtype);
+  // The scratch a task of this shape needs: a slot per message of the
+  // reduce-scatter, about (n - 1) / n of the buffer.
+  static size_t scratch_bytes(size_t count, int nranks, kf_dtype_t dtype, size_t chunk_elems = 0);
 
   // Out of place: this rank's contribution is read from `send` (count
   // elements, left unchanged, valid until the task finished) instead of
@@ -73,11 +80,17 @@ class RingTask {
   Status advance(bool* done);
 
  private:
-  Range segment(int s) const;
-  // Reduce-scatter step t, its message in: combine, pass the result on.
-  void combine_and_pass(int t);
-  // All-gather step t, its message in: pass it on unless it is the last.
-  void pass_on(int t);
+  // Message i of a phase: chunk i % K of step i / K (K chunks per segment).
+  int step_of(size_t i) const { return static_cast<int>(i / chunks_); }
+  // Reduce-scatter message i: the left neighbour's partial result of
+  // segment r - step - 2, this chunk of it.
+  Range rs_range(size_t i) const;
+  // All-gather message i: this chunk of finished segment r - step - 1.
+  Range ag_range(size_t i) const;
+  // Reduce-scatter message i in: combine, pass the result on.
+  void combine_and_pass(size_t i);
+  // All-gather message i in: pass it on unless its step is the last.
+  void pass_on(size_t i);
 
   Peers& p_;
   char* const buf_;
@@ -89,12 +102,14 @@ class RingTask {
   const int n_;
   const int r_;
   const Layout layout_;
+  const size_t chunks_;  // per segment (K)
+  const size_t items_;   // messages per phase: (n - 1) * K
   std::unique_ptr<char[]> own_scratch_;
   char* scratch_ = nullptr;
-  size_t slot_bytes_ = 0;  // one slot of the longest segment per step
+  size_t slot_bytes_ = 0;  // one slot of the longest chunk per reduce-scatter message
   std::vector<TransferHandle> rs_recvs_, ag_recvs_, sends_;
   bool reduced_ = false;
-  int rs_next_ = 0, ag_next_ = 0;  // advance(): the next step of each phase
+  size_t rs_next_ = 0, ag_next_ = 0;  // advance(): the next message of each phase
   size_t sends_done_ = 0;           // advance(): sends known finished
   bool gather_posted_ = false;
   void post_gather();

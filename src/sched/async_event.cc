@@ -170,10 +170,10 @@ bool AsyncEngine::runs_as_event(const AsyncPartition* p) const {
                                 s.strategy_opts))) {
     return false;
   }
-  // The plain ring whose segments are one chunk each: then its messages are
-  // the blocking ring's (algo/ring.cc), so ranks need not agree on this.
+  // The plain ring, in its chunks: its messages are the blocking ring's
+  // (algo/ring.cc), so ranks need not agree on this.
   return uses_ring(algo_, len, es, size_) &&
-         Layout::balanced(len, size_, chunk_elems(algo_, es)).chunks() == 1;
+         Layout::balanced(len, size_, chunk_elems(algo_, es)).chunks() <= kEventMaxChunks;
 }
 
 void AsyncEngine::start_event(AsyncPartition* p) {
@@ -214,9 +214,11 @@ AsyncPartition* AsyncEngine::launch_event(AsyncPartition* p) {
   const size_t es = dtype_size(s.dtype);
   const uint64_t first = partition_begin(o->plan, p->index);
   const uint64_t len = partition_len(o->plan, s.count, p->index);
-  e->scratch = scratch_.take(RingTask::scratch_bytes(len, size_, s.dtype), &e->scratch_bytes);
+  const size_t chunk = chunk_elems(algo_, es);
+  e->scratch =
+      scratch_.take(RingTask::scratch_bytes(len, size_, s.dtype, chunk), &e->scratch_bytes);
   e->ring = std::make_unique<RingTask>(*e->peers, static_cast<char*>(s.recv) + first * es, len,
-                                       s.dtype, static_cast<kf_op_t>(s.op), e->scratch.get());
+                                       s.dtype, static_cast<kf_op_t>(s.op), e->scratch.get(), chunk);
   if (s.send != s.recv) e->ring->read_input_from(static_cast<const char*>(s.send) + first * es);
   {
     DrainsSoon scope;

@@ -17,11 +17,12 @@
 // has the measurements.
 //
 // Which partitions: those whose thread path would run the plain ring
-// (algo/select.cc uses_ring, no strategy) with one chunk per segment, on a
-// communicator whose peers are all reached over TCP (shared memory has no
-// progress thread to drive them). Such a RingTask sends exactly the
-// messages of the blocking ring (algo/ring.cc) and combines in the same
-// order, so a rank that runs the partition on a thread instead (its peers
+// (algo/select.cc uses_ring, no strategy) with at most kEventMaxChunks
+// chunks per segment (its scratch holds every reduce-scatter message: about
+// the partition's size), on a communicator whose peers are all reached over
+// TCP (shared memory has no progress thread to drive them). Such a RingTask,
+// cut into the blocking ring's chunks, sends exactly the messages of that
+// ring (algo/ring.cc) and combines in the same order, so a rank that runs the partition on a thread instead (its peers
 // on one host) meets it on the wire and ends with the same bits: the ranks
 // need not agree on which path they take.
 //
@@ -50,6 +51,11 @@
 namespace kf {
 
 struct AsyncPartition;
+
+// The most ring chunks per segment of an event partition (see above): at
+// np 2 and the default 1 MiB chunk, partitions of up to 8 MiB. Its scratch
+// is (n - 1) x this many chunks.
+inline constexpr size_t kEventMaxChunks = 4;
 
 struct EventPartition {
   EventPartition(AsyncPartition* p, std::unique_ptr<OpPeers> op_peers)

@@ -256,19 +256,21 @@ TEST_P(AlgoTest, RingTaskAdvance) {
   });
 }
 
-// A RingTask sends the blocking ring's messages when a segment is one chunk:
+// A RingTask cut into the blocking ring's chunks sends that ring's messages:
 // ranks that run one meet ranks that run ring_all_reduce (the engine's
-// event partitions and its threads need not agree), with the same bits.
+// event partitions and its threads need not agree), with the same bits, at
+// every shape (one chunk per segment or several).
 TEST_P(AlgoTest, RingTaskMeetsTheBlockingRing) {
   for_all(true, false, false, [&](const Case& c) {
-    if (c.shape.chunk_bytes < c.shape.count * esize(c.t)) return;  // one chunk per segment only
     check_all_reduce(n(), c,
                      [](Peers& p, const Case& k, const void* send, void* recv, size_t count) {
                        if (p.rank() % 2 == 0) {
                          return all_reduce(p, k.options(), send, recv, count, k.t, k.op);
                        }
                        std::vector<std::unique_ptr<RingTask>> one;
-                       one.push_back(std::make_unique<RingTask>(p, recv, count, k.t, k.op));
+                       one.push_back(std::make_unique<RingTask>(
+                           p, recv, count, k.t, k.op, nullptr,
+                           chunk_elems(k.options(), esize(k.t))));
                        if (send != recv) one.back()->read_input_from(send);
                        return advance_all(one);
                      });
