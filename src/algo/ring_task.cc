@@ -17,7 +17,7 @@ Layout ring_layout(size_t count, int n, size_t chunk_elems) {
 }  // namespace
 
 RingTask::RingTask(Peers& p, void* buf, size_t count, kf_dtype_t dtype, kf_op_t op,
-                   char* scratch, size_t chunk_elems)
+                   size_t chunk_elems, char* scratch, size_t scratch_size)
     : p_(p),
       buf_(static_cast<char*>(buf)),
       local_(static_cast<const char*>(buf)),
@@ -30,7 +30,8 @@ RingTask::RingTask(Peers& p, void* buf, size_t count, kf_dtype_t dtype, kf_op_t 
       layout_(ring_layout(count, p.size(), chunk_elems)),
       chunks_(layout_.chunks()),
       items_(p.size() > 1 ? static_cast<size_t>(p.size() - 1) * layout_.chunks() : 0),
-      scratch_(scratch) {}
+      scratch_(scratch),
+      scratch_size_(scratch_size) {}
 
 size_t RingTask::scratch_bytes(size_t count, int nranks, kf_dtype_t dtype, size_t chunk_elems) {
   if (nranks < 2) return 0;
@@ -55,7 +56,7 @@ void RingTask::start(bool gather_now) {
   const int left = mod(r_ - 1, n_);
   const int right = mod(r_ + 1, n_);
   slot_bytes_ = layout_.max_chunk() * es_;
-  if (scratch_ == nullptr) {
+  if (scratch_ == nullptr || scratch_size_ < items_ * slot_bytes_) {
     own_scratch_.reset(new char[items_ * slot_bytes_]);  // not zero-filled
     scratch_ = own_scratch_.get();
   }
@@ -75,6 +76,7 @@ void RingTask::start(bool gather_now) {
     if (c.len > 0)
       sends_.push_back(p_.isend(right, make_tag(k, 0), local_ + c.begin * es_, c.len * es_));
   }
+  reading_sends_ = sends_.size();
 }
 
 void RingTask::post_gather() {
@@ -100,6 +102,7 @@ void RingTask::combine_and_pass(size_t i) {
   // (step n-1).
   if (t + 2 == n_ && op_ == KF_AVG) finish_average(dtype_, dst, c.len, n_);
   sends_.push_back(p_.isend(mod(r_ + 1, n_), make_tag(i % chunks_, t + 1), dst, c.len * es_));
+  if (t + 2 < n_) reading_sends_ = sends_.size();
 }
 
 void RingTask::pass_on(size_t i) {
@@ -141,7 +144,11 @@ Status RingTask::advance(bool* done) {
     combine_and_pass(rs_next_);
   }
   if (!gather_posted_ && n_ > 1) {
-    for (; sends_done_ < sends_.size(); ++sends_done_) {
+    // Only the sends that read what the all-gather writes: those of the own
+    // segment (step n - 1) finish only once the right neighbour posted its
+    // all-gather receives, which it may do only here too (a transport that
+    // holds a send until its receive is posted would deadlock the ring).
+    for (; sends_done_ < reading_sends_; ++sends_done_) {
       if (!p_.test(sends_[sends_done_], &st)) return Status::ok();
       KF_RETURN_IF_ERROR(st);
     }

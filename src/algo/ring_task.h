@@ -33,15 +33,16 @@ class RingTask {
   // All ranks of `p` must run a RingTask with the same count, dtype, op and
   // chunk_elems. KF_AVG: the owner of each segment divides it before
   // sharing it (as ring.h does), so every rank ends with the same bits.
-  // `buf` must stay valid until the task finished. `scratch`, if not null,
-  // is the caller's memory of scratch_bytes() for the received partial
-  // results (it must outlive the task); else the task allocates its own.
-  // `chunk_elems`: the longest message in elements, as ring.h's chunk
-  // (algo/common.h chunk_elems()); 0: one chunk per segment. With the
-  // blocking ring's chunk, its messages are that ring's, so ranks that run
-  // ring_all_reduce meet it with the same bits.
-  RingTask(Peers& p, void* buf, size_t count, kf_dtype_t dtype, kf_op_t op,
-           char* scratch = nullptr, size_t chunk_elems = 0);
+  // `buf` must stay valid until the task finished. `chunk_elems`: the
+  // longest message in elements, as ring.h's chunk (algo/common.h
+  // chunk_elems()); 0: one chunk per segment. With the blocking ring's
+  // chunk, its messages are that ring's, so ranks that run ring_all_reduce
+  // meet it with the same bits. `scratch`, if not null, is the caller's
+  // memory of `scratch_size` bytes for the received partial results (it
+  // must outlive the task): used if it holds scratch_bytes() of this shape,
+  // else the task allocates its own.
+  RingTask(Peers& p, void* buf, size_t count, kf_dtype_t dtype, kf_op_t op, size_t chunk_elems = 0,
+           char* scratch = nullptr, size_t scratch_size = 0);
 
   // The scratch a task of this shape needs: a slot per message of the
   // reduce-scatter, about (n - 1) / n of the buffer.
@@ -54,10 +55,10 @@ class RingTask {
 
   // Posts every receive and the sends of step 0. Call once. With
   // `gather_now` false (advance() only), the all-gather receives are posted
-  // by advance() once the reduce-scatter's sends have finished, so that no
-  // receive writes a segment a send of this rank may still read in the
-  // memory model's eyes (the kernel orders it anyway; ThreadSanitizer
-  // cannot see that).
+  // by advance() once the sends that read the segments they write have
+  // finished (as the blocking ring does), so that no receive writes a
+  // segment a send of this rank may still read in the memory model's eyes
+  // (the kernel orders it anyway; ThreadSanitizer cannot see that).
   void start(bool gather_now = true);
 
   // Blocking use, on one thread:
@@ -106,11 +107,16 @@ class RingTask {
   const size_t items_;   // messages per phase: (n - 1) * K
   std::unique_ptr<char[]> own_scratch_;
   char* scratch_ = nullptr;
-  size_t slot_bytes_ = 0;  // one slot of the longest chunk per reduce-scatter message
+  size_t scratch_size_ = 0;  // of the caller's scratch_
+  size_t slot_bytes_ = 0;    // one slot of the longest chunk per reduce-scatter message
   std::vector<TransferHandle> rs_recvs_, ag_recvs_, sends_;
   bool reduced_ = false;
   size_t rs_next_ = 0, ag_next_ = 0;  // advance(): the next message of each phase
-  size_t sends_done_ = 0;           // advance(): sends known finished
+  size_t sends_done_ = 0;             // advance(): sends known finished
+  // The sends that read segments the all-gather receives write (step 0 and
+  // the reduce-scatter's partial results, not the finished own segment):
+  // sends_[0, reading_sends_), all pushed before any of step n - 1.
+  size_t reading_sends_ = 0;
   bool gather_posted_ = false;
   void post_gather();
 };

@@ -218,7 +218,8 @@ AsyncPartition* AsyncEngine::launch_event(AsyncPartition* p) {
   e->scratch =
       scratch_.take(RingTask::scratch_bytes(len, size_, s.dtype, chunk), &e->scratch_bytes);
   e->ring = std::make_unique<RingTask>(*e->peers, static_cast<char*>(s.recv) + first * es, len,
-                                       s.dtype, static_cast<kf_op_t>(s.op), e->scratch.get(), chunk);
+                                       s.dtype, static_cast<kf_op_t>(s.op), chunk, e->scratch.get(),
+                                       e->scratch_bytes);
   if (s.send != s.recv) e->ring->read_input_from(static_cast<const char*>(s.send) + first * es);
   {
     DrainsSoon scope;

@@ -18,12 +18,13 @@
 //
 // Which partitions: those whose thread path would run the plain ring
 // (algo/select.cc uses_ring, no strategy) with at most kEventMaxChunks
-// chunks per segment (its scratch holds every reduce-scatter message: about
-// the partition's size), on a communicator whose peers are all reached over
-// TCP (shared memory has no progress thread to drive them). Such a RingTask,
-// cut into the blocking ring's chunks, sends exactly the messages of that
-// ring (algo/ring.cc) and combines in the same order, so a rank that runs the partition on a thread instead (its peers
-// on one host) meets it on the wire and ends with the same bits: the ranks
+// chunks per segment (its scratch holds every reduce-scatter message:
+// (n - 1) / n of the partition), on a communicator whose peers are all
+// reached over TCP (shared memory has no progress thread to drive them).
+// Such a RingTask, cut into the blocking ring's chunks, sends exactly the
+// messages of that ring (algo/ring.cc) and combines in the same order, so a
+// rank that runs the partition on a thread instead (its peers on one host)
+// meets it on the wire and ends with the same bits: the ranks
 // need not agree on which path they take.
 //
 // Failures: a transfer that fails, an operation that failed elsewhere (a

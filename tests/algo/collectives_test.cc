@@ -209,9 +209,10 @@ TEST_P(AlgoTest, OneShotAllReduce) {
 }
 
 // Drives RingTasks by advance() alone until every one is done, round robin
-// on the calling thread (as the asynchronous engine's event partitions run).
-Status advance_all(std::vector<std::unique_ptr<RingTask>>& tasks) {
-  for (auto& t : tasks) t->start();
+// on the calling thread (as the asynchronous engine's event partitions run,
+// which start with gather_now false).
+Status advance_all(std::vector<std::unique_ptr<RingTask>>& tasks, bool gather_now = true) {
+  for (auto& t : tasks) t->start(gather_now);
   std::vector<bool> done(tasks.size(), false);
   for (size_t left = tasks.size(); left > 0;) {
     for (size_t i = 0; i < tasks.size(); ++i) {
@@ -251,7 +252,7 @@ TEST_P(AlgoTest, RingTaskAdvance) {
                                                          part.begin * es);
                          }
                        }
-                       return advance_all(tasks);
+                       return advance_all(tasks, /*gather_now=*/false);
                      });
   });
 }
@@ -269,10 +270,12 @@ TEST_P(AlgoTest, RingTaskMeetsTheBlockingRing) {
                        }
                        std::vector<std::unique_ptr<RingTask>> one;
                        one.push_back(std::make_unique<RingTask>(
-                           p, recv, count, k.t, k.op, nullptr,
-                           chunk_elems(k.options(), esize(k.t))));
+                           p, recv, count, k.t, k.op, chunk_elems(k.options(), esize(k.t))));
                        if (send != recv) one.back()->read_input_from(send);
-                       return advance_all(one);
+                       // Ranks 1, 5, ... start as the engine does (the
+                       // all-gather's receives once the sends are done),
+                       // ranks 3, 7, ... with every receive at once.
+                       return advance_all(one, /*gather_now=*/p.rank() % 4 == 3);
                      });
   });
 }
