@@ -117,6 +117,7 @@ std::unique_ptr<char[]> ScratchCache::take(size_t bytes, size_t* got) {
     }
     if (best != free_.end()) {
       *got = best->first;
+      kept_ -= best->first;
       std::unique_ptr<char[]> b = std::move(best->second);
       free_.erase(best);
       return b;
@@ -129,15 +130,24 @@ std::unique_ptr<char[]> ScratchCache::take(size_t bytes, size_t* got) {
 void ScratchCache::give(std::unique_ptr<char[]> block, size_t bytes) {
   if (!block) return;
   std::lock_guard<std::mutex> lock(mu_);
-  if (!kKeepMemory) return;  // under AddressSanitizer: catch a use after free
-  if (free_.size() >= kKeep) {
+  // (Under AddressSanitizer nothing is kept: a use after free is caught.)
+  if (!kKeepMemory || bytes > kKeepBytes) return;
+  while (!free_.empty() && (free_.size() >= kKeep || kept_ + bytes > kKeepBytes)) {
     // Keep the larger blocks: they serve every smaller request.
-    auto smallest = std::min_element(free_.begin(), free_.end(),
-                                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    auto smallest =
+        std::min_element(free_.begin(), free_.end(),
+                         [](const auto& a, const auto& b) { return a.first < b.first; });
     if (smallest->first >= bytes) return;
+    kept_ -= smallest->first;
     free_.erase(smallest);
   }
+  kept_ += bytes;
   free_.emplace_back(bytes, std::move(block));
+}
+
+size_t ScratchCache::kept_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return kept_;
 }
 
 // ---- the engine's side -------------------------------------------------------
