@@ -7,17 +7,8 @@
 
 namespace kf {
 
-namespace {
-
-Layout ring_layout(size_t count, int n, size_t chunk_elems) {
-  // No chunk: one per segment (a segment is at most count long).
-  return Layout::balanced(count, n, chunk_elems > 0 ? chunk_elems : std::max<size_t>(count, 1));
-}
-
-}  // namespace
-
 RingTask::RingTask(Peers& p, void* buf, size_t count, kf_dtype_t dtype, kf_op_t op,
-                   size_t chunk_elems, char* scratch, size_t scratch_size)
+                   size_t chunk_elems)
     : p_(p),
       buf_(static_cast<char*>(buf)),
       local_(static_cast<const char*>(buf)),
@@ -27,17 +18,11 @@ RingTask::RingTask(Peers& p, void* buf, size_t count, kf_dtype_t dtype, kf_op_t 
       count_(count),
       n_(p.size()),
       r_(p.rank()),
-      layout_(ring_layout(count, p.size(), chunk_elems)),
+      // No chunk: one per segment (a segment is at most count long).
+      layout_(Layout::balanced(count, p.size(),
+                               chunk_elems > 0 ? chunk_elems : std::max<size_t>(count, 1))),
       chunks_(layout_.chunks()),
-      items_(p.size() > 1 ? static_cast<size_t>(p.size() - 1) * layout_.chunks() : 0),
-      scratch_(scratch),
-      scratch_size_(scratch_size) {}
-
-size_t RingTask::scratch_bytes(size_t count, int nranks, kf_dtype_t dtype, size_t chunk_elems) {
-  if (nranks < 2) return 0;
-  const Layout l = ring_layout(count, nranks, chunk_elems);
-  return static_cast<size_t>(nranks - 1) * l.chunks() * l.max_chunk() * dtype_size(dtype);
-}
+      items_(p.size() > 1 ? static_cast<size_t>(p.size() - 1) * layout_.chunks() : 0) {}
 
 Range RingTask::rs_range(size_t i) const {
   return layout_.chunk(mod(r_ - step_of(i) - 2, n_), i % chunks_);
@@ -56,8 +41,8 @@ void RingTask::start(bool gather_now) {
   const int left = mod(r_ - 1, n_);
   const int right = mod(r_ + 1, n_);
   slot_bytes_ = layout_.max_chunk() * es_;
-  if (scratch_ == nullptr || scratch_size_ < items_ * slot_bytes_) {
-    own_scratch_.reset(new char[items_ * slot_bytes_]);  // not zero-filled
+  if (scratch_ == nullptr || scratch_size_ < scratch_bytes()) {
+    own_scratch_.reset(new char[scratch_bytes()]);  // not zero-filled
     scratch_ = own_scratch_.get();
   }
   rs_recvs_.assign(items_, nullptr);
@@ -143,7 +128,7 @@ Status RingTask::advance(bool* done) {
     KF_RETURN_IF_ERROR(st);
     combine_and_pass(rs_next_);
   }
-  if (!gather_posted_ && n_ > 1) {
+  if (!gather_posted_) {
     // Only the sends that read what the all-gather writes: those of the own
     // segment (step n - 1) finish only once the right neighbour posted its
     // all-gather receives, which it may do only here too (a transport that

@@ -37,16 +37,19 @@ class RingTask {
   // longest message in elements, as ring.h's chunk (algo/common.h
   // chunk_elems()); 0: one chunk per segment. With the blocking ring's
   // chunk, its messages are that ring's, so ranks that run ring_all_reduce
-  // meet it with the same bits. `scratch`, if not null, is the caller's
-  // memory of `scratch_size` bytes for the received partial results (it
-  // must outlive the task): used if it holds scratch_bytes() of this shape,
-  // else the task allocates its own.
-  RingTask(Peers& p, void* buf, size_t count, kf_dtype_t dtype, kf_op_t op, size_t chunk_elems = 0,
-           char* scratch = nullptr, size_t scratch_size = 0);
+  // meet it with the same bits.
+  RingTask(Peers& p, void* buf, size_t count, kf_dtype_t dtype, kf_op_t op, size_t chunk_elems = 0);
 
-  // The scratch a task of this shape needs: a slot per message of the
-  // reduce-scatter, about (n - 1) / n of the buffer.
-  static size_t scratch_bytes(size_t count, int nranks, kf_dtype_t dtype, size_t chunk_elems = 0);
+  // The scratch it needs for the received partial results: a slot per
+  // message of the reduce-scatter, about (n - 1) / n of the buffer.
+  size_t scratch_bytes() const { return items_ * layout_.max_chunk() * es_; }
+  // Lends it `bytes` of the caller's memory at `scratch` (which must outlive
+  // the task) before start(); unless it holds scratch_bytes(), the task
+  // allocates its own, as it does when none is lent.
+  void use_scratch(char* scratch, size_t bytes) {
+    scratch_ = scratch;
+    scratch_size_ = bytes;
+  }
 
   // Out of place: this rank's contribution is read from `send` (count
   // elements, left unchanged, valid until the task finished) instead of

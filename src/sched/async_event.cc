@@ -224,12 +224,10 @@ AsyncPartition* AsyncEngine::launch_event(AsyncPartition* p) {
   const size_t es = dtype_size(s.dtype);
   const uint64_t first = partition_begin(o->plan, p->index);
   const uint64_t len = partition_len(o->plan, s.count, p->index);
-  const size_t chunk = chunk_elems(algo_, es);
-  e->scratch =
-      scratch_.take(RingTask::scratch_bytes(len, size_, s.dtype, chunk), &e->scratch_bytes);
   e->ring = std::make_unique<RingTask>(*e->peers, static_cast<char*>(s.recv) + first * es, len,
-                                       s.dtype, static_cast<kf_op_t>(s.op), chunk, e->scratch.get(),
-                                       e->scratch_bytes);
+                                       s.dtype, static_cast<kf_op_t>(s.op), chunk_elems(algo_, es));
+  e->scratch = scratch_.take(e->ring->scratch_bytes(), &e->scratch_bytes);
+  e->ring->use_scratch(e->scratch.get(), e->scratch_bytes);
   if (s.send != s.recv) e->ring->read_input_from(static_cast<const char*>(s.send) + first * es);
   {
     DrainsSoon scope;
