@@ -29,6 +29,12 @@ std::string knob_string(Knob k) {
   return (v != nullptr && v[0] != '\0') ? std::string(v) : std::string(info.default_value);
 }
 
+namespace {
+
+int64_t default_int(const KnobInfo& info) { return std::strtoll(info.default_value, nullptr, 10); }
+
+}  // namespace
+
 int64_t knob_int(Knob k) {
   const KnobInfo& info = knob_info(k);
   std::string v = knob_string(k);
@@ -38,9 +44,14 @@ int64_t knob_int(Knob k) {
   if (errno != 0 || end == v.c_str() || *end != '\0') {
     KF_LOG_WARN(std::string(info.name) + "=\"" + v + "\" is not an integer; using default " +
                 info.default_value);
-    return std::strtoll(info.default_value, nullptr, 10);
+    return default_int(info);
   }
   return parsed;
+}
+
+uint64_t knob_positive(Knob k) {
+  const int64_t v = knob_int(k);
+  return static_cast<uint64_t>(v > 0 ? v : default_int(knob_info(k)));
 }
 
 }  // namespace kf

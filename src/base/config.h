@@ -32,5 +32,9 @@ std::string knob_string(Knob k);
 bool knob_is_set(Knob k);
 // The knob parsed as an integer; its default (with a warning) if it does not parse.
 int64_t knob_int(Knob k);
+// For a size or count knob whose values of 0 and below mean "the default":
+// knob_int(k) if positive, else the default of knobs.def (so the default is
+// written there only).
+uint64_t knob_positive(Knob k);
 
 }  // namespace kf

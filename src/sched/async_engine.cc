@@ -23,11 +23,6 @@
 namespace kf {
 namespace {
 
-uint64_t knob_bytes(Knob k, uint64_t fallback) {
-  int64_t v = knob_int(k);
-  return v > 0 ? static_cast<uint64_t>(v) : fallback;
-}
-
 // The wire sequence of the signature frame: the partition field all ones.
 constexpr uint64_t kSigPartition = AsyncEngine::kPartitionMask;
 // The engine's control steps share the range with the transport's bundles.
@@ -128,13 +123,13 @@ AsyncEngine::AsyncEngine(Engine* engine, const AlgoOptions& algo, int64_t timeou
       stall_warn_ms_(knob_int(Knob::KF_STALL_WARN_MS)),
       rank_(engine->rank()),
       size_(engine->size()),
-      partition_bytes_(knob_bytes(Knob::KF_PARTITION_BYTES, 2 << 20)),
-      credit_bytes_(knob_bytes(Knob::KF_CREDIT_BYTES, 1 << 20)),
+      partition_bytes_(knob_positive(Knob::KF_PARTITION_BYTES)),
+      credit_bytes_(knob_positive(Knob::KF_CREDIT_BYTES)),
       fusion_threshold_(
           static_cast<uint64_t>(std::max<int64_t>(0, knob_int(Knob::KF_FUSION_THRESHOLD_BYTES)))) {
   if (fusion_threshold_ > 0 && size_ > 1) {
     FusionOptions fo;
-    fo.max_bytes = knob_bytes(Knob::KF_FUSION_BUNDLE_BYTES, fo.max_bytes);
+    fo.max_bytes = knob_positive(Knob::KF_FUSION_BUNDLE_BYTES);
     fo.cycle_us = std::max<int64_t>(0, knob_int(Knob::KF_FUSION_CYCLE_US));
     fo.undriven = [this] { return fused_waiting_ops_.load() > 0 && helping_.load() == 0; };
     fuser_.reset(new Fuser(engine, fo));
@@ -264,11 +259,11 @@ LaneStats AsyncEngine::lane_stats() const {
 }
 
 void AsyncEngine::set_partition_bytes(uint64_t bytes) {
-  partition_bytes_.store(bytes > 0 ? bytes : knob_bytes(Knob::KF_PARTITION_BYTES, 2 << 20));
+  partition_bytes_.store(bytes > 0 ? bytes : knob_positive(Knob::KF_PARTITION_BYTES));
 }
 
 void AsyncEngine::set_credit_bytes(uint64_t bytes) {
-  credit_bytes_.store(bytes > 0 ? bytes : knob_bytes(Knob::KF_CREDIT_BYTES, 1 << 20));
+  credit_bytes_.store(bytes > 0 ? bytes : knob_positive(Knob::KF_CREDIT_BYTES));
   admit_and_start(false);
 }
 

@@ -23,8 +23,7 @@ StrategyOptions strategy_options_from_knobs() {
   StrategyOptions o;
   const int64_t threshold = knob_int(Knob::KF_HIER_THRESHOLD_BYTES);
   if (threshold >= 0) o.hier_threshold_bytes = static_cast<size_t>(threshold);
-  const int64_t slice = knob_int(Knob::KF_HIER_SLICE_BYTES);
-  if (slice > 0) o.hier_slice_bytes = static_cast<size_t>(slice);
+  o.hier_slice_bytes = static_cast<size_t>(knob_positive(Knob::KF_HIER_SLICE_BYTES));
   return o;
 }
 

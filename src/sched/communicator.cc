@@ -36,8 +36,7 @@ AlgoOptions algo_options_from_knobs() {
   }
   int64_t threshold = knob_int(Knob::KF_RING_THRESHOLD_BYTES);
   if (threshold >= 0) o.ring_threshold_bytes = static_cast<size_t>(threshold);
-  int64_t chunk = knob_int(Knob::KF_CHUNK_BYTES);
-  if (chunk > 0) o.chunk_bytes = static_cast<size_t>(chunk);
+  o.chunk_bytes = static_cast<size_t>(knob_positive(Knob::KF_CHUNK_BYTES));
   return o;
 }
 
