@@ -31,8 +31,13 @@ Layout Layout::balanced(size_t count, int n, size_t chunk) {
   const size_t un = static_cast<size_t>(n);
   l.segs_.reserve(un);
   for (size_t s = 0; s < un; ++s) l.segs_.push_back(balanced_piece(count, un, s));
-  l.chunks_ = chunks_for(l.segs_.empty() ? 0 : l.segs_[0].len, chunk);
+  l.chunks_ = balanced_chunks(count, n, chunk);
   return l;
+}
+
+size_t Layout::balanced_chunks(size_t count, int n, size_t chunk) {
+  // The first segment is the longest of a balanced split.
+  return chunks_for(n > 0 ? balanced_piece(count, static_cast<size_t>(n), 0).len : 0, chunk);
 }
 
 Layout Layout::blocks(size_t block, int n, size_t chunk) {

@@ -33,6 +33,8 @@ class Layout {
  public:
   // Balanced split of `count` elements into n segments.
   static Layout balanced(size_t count, int n, size_t chunk_elems);
+  // balanced(count, n, chunk_elems).chunks(), without building the layout.
+  static size_t balanced_chunks(size_t count, int n, size_t chunk_elems);
   // n consecutive blocks of `block` elements each.
   static Layout blocks(size_t block, int n, size_t chunk_elems);
   // Given segments (any lengths, possibly empty), each cut into the number

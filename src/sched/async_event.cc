@@ -183,7 +183,7 @@ bool AsyncEngine::runs_as_event(const AsyncPartition* p) const {
   // The plain ring, in its chunks: its messages are the blocking ring's
   // (algo/ring.cc), so ranks need not agree on this.
   return uses_ring(algo_, len, es, size_) &&
-         Layout::balanced(len, size_, chunk_elems(algo_, es)).chunks() <= kEventMaxChunks;
+         Layout::balanced_chunks(len, size_, chunk_elems(algo_, es)) <= kEventMaxChunks;
 }
 
 void AsyncEngine::start_event(AsyncPartition* p) {

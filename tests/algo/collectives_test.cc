@@ -600,6 +600,21 @@ INSTANTIATE_TEST_SUITE_P(Np, AlgoTest, ::testing::Values(1, 2, 3, 4, 5, 7, 8),
                            return "np" + std::to_string(param.param);
                          });
 
+// The chunk count of a balanced layout, computed without the layout (the
+// async engine asks it per partition), is the layout's.
+TEST(LayoutTest, BalancedChunksWithoutTheLayout) {
+  for (int n = 1; n <= 9; ++n) {
+    for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{64}, size_t{1000}, size_t{4097},
+                         size_t{1} << 20}) {
+      for (size_t chunk : {size_t{1}, size_t{3}, size_t{64}, size_t{1} << 18}) {
+        EXPECT_EQ(Layout::balanced_chunks(count, n, chunk),
+                  Layout::balanced(count, n, chunk).chunks())
+            << "n " << n << " count " << count << " chunk " << chunk;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace test
 }  // namespace kf
