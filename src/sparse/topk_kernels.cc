@@ -52,14 +52,7 @@ void select_baseline(const float* src, const uint32_t* idx, size_t base, size_t 
 
 size_t compact_baseline(const float* x, size_t n, uint32_t t, size_t base, float* out_values,
                         uint32_t* out_indices, size_t /*room*/) {
-  size_t pos = 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (key_of(x[i]) < t) continue;
-    out_values[pos] = x[i];
-    out_indices[pos] = static_cast<uint32_t>(base + i);
-    ++pos;
-  }
-  return pos;
+  return compact_from(x, 0, n, t, base, out_values, out_indices, 0);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "algo/kernels/kernels.h"
+#include "sparse/topk_search.h"
 
 namespace kf {
 namespace topk {
@@ -51,6 +52,20 @@ inline void select_one(const float* src, const uint32_t* idx, size_t base, size_
   out_values[*pos] = src[i];
   out_indices[*pos] = idx != nullptr ? idx[i] : static_cast<uint32_t>(base + i);
   ++*pos;
+}
+
+// compact() one element at a time from element i of x on (the baseline's
+// whole loop, a vector kernel's tail), writing from out position `pos`;
+// returns the position after the last element written.
+inline size_t compact_from(const float* x, size_t i, size_t n, uint32_t t, size_t base,
+                           float* out_values, uint32_t* out_indices, size_t pos) {
+  for (; i < n; ++i) {
+    if (key_of(x[i]) < t) continue;
+    out_values[pos] = x[i];
+    out_indices[pos] = static_cast<uint32_t>(base + i);
+    ++pos;
+  }
+  return pos;
 }
 
 // The table of the ISA the reduction kernels use now.

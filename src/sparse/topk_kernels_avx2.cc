@@ -161,13 +161,7 @@ KF_TOPK_AVX2 size_t compact_avx2(const float* x, size_t n, uint32_t t, size_t ba
                         _mm256_permutevar8x32_epi32(idx, perm));
     pos += static_cast<size_t>(__builtin_popcount(m));
   }
-  for (; i < n; ++i) {
-    if (key_of(x[i]) < t) continue;
-    out_values[pos] = x[i];
-    out_indices[pos] = static_cast<uint32_t>(base + i);
-    ++pos;
-  }
-  return pos;
+  return compact_from(x, i, n, t, base, out_values, out_indices, pos);
 }
 
 }  // namespace
