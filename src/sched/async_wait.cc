@@ -130,7 +130,18 @@ void AsyncEngine::run_handed(AsyncPartition* p, const std::shared_ptr<AsyncReque
 
 bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req, const WaitRest& rest) {
   if (req->lane_) return lane_->help(req, true);
-  if (fuser_) fuser_->flush();
+  // The fused frames held here leave before this thread waits or runs
+  // anything (the peers may need them), but with the engine's lock
+  // released, and for a fused operation of ours only once this thread
+  // counts as its helper: the peers' answer to them may come at once, and
+  // finding no helper, the transport's thread would hand the operation to
+  // the completer thread (two wake-ups more, on the 8-byte round trip one
+  // operation in four).
+  bool flushed = false;
+  auto flush = [&] {
+    if (fuser_ && !flushed) fuser_->flush();
+    flushed = true;
+  };
   AsyncPartition* mine = nullptr;
   {
     std::unique_lock<std::mutex> lock(mu_);
@@ -167,6 +178,7 @@ bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req, const WaitRest&
         ++own->helpers;
         ++helping_;
         lock.unlock();
+        flush();
         if (t)
           wait_transfer(
               t, Deadline::after_ms(std::min(20, std::max(1, own->deadline.remaining_ms()))));
@@ -220,7 +232,11 @@ bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req, const WaitRest&
       // Nothing to run yet: if the op waits for peers' signature frames
       // over shared memory (which has no progress thread), read them here.
       ShmTransport* shm = engine_->shm();
-      if (shm == nullptr) return false;
+      if (shm == nullptr) {
+        lock.unlock();
+        flush();
+        return false;
+      }
       TransferHandle t;
       for (auto& kv : pending_) {
         AsyncOp* o = kv.second.get();
@@ -233,8 +249,9 @@ bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req, const WaitRest&
         }
         break;
       }
-      if (!t) return false;
       lock.unlock();
+      flush();
+      if (!t) return false;
       shm->wait(t, Deadline::after_ms(2));
       // A confirmation seen just now: admit here rather than wait for a
       // worker that the hook may have woken (one thread hand-off fewer).
@@ -243,6 +260,7 @@ bool AsyncEngine::help(const std::shared_ptr<AsyncRequest>& req, const WaitRest&
     }
     mine->state = AsyncPartition::State::kRunning;
   }
+  flush();
   if (mine->index == kFinalizeTask) {
     finalize(mine->op);
   } else {
