@@ -152,28 +152,25 @@ struct Remembered {
 
 
 // What an asynchronous operation is: the full signature and the buffers.
-// (The scalar fields come first: a driver reads them for every operation it
-// runs, and together they take one cache line, where the name's text and the
-// function objects would spread them over three.)
 struct AsyncOpSpec {
+  std::string name;
   uint32_t kind = 0;  // an OpKind (sched/op_kind.h)
+  uint64_t count = 0;
   kf_dtype_t dtype = KF_INT8;
   int32_t op = -1;    // kf_op_t, or -1 when the kind has none
   int32_t root = -1;  // or -1 when the kind has none
-  uint64_t count = 0;
   const void* send = nullptr;
   void* recv = nullptr;
   int32_t priority = 0;
+  uint64_t partition_bytes = 0;  // 0 = engine default
   // The strategy partitions of all_reduce, broadcast and all_gather run
   // (a kf::Strategy over *hosts, the communicator's layout, which outlives
   // the engine); -1 or no hosts: the flat algorithms. Read at submission,
   // so every rank uses the strategy in force at the same point of its call
   // sequence; it is part of the signature (a disagreement is a mismatch).
   int32_t strategy = -1;
-  uint64_t partition_bytes = 0;  // 0 = engine default
   const HostLayout* hosts = nullptr;
   StrategyOptions strategy_opts;
-  std::string name;
   // Generic hook: an operation that carries its own body (e.g. the sparse
   // all_reduce). It runs as the operation's single partition over the
   // partition's Peers instead of the kind's algorithm; the submitter sets
@@ -249,23 +246,20 @@ class AsyncRequest {
   void notify_locked() {
     if (cv_) cv_->notify_all();
   }
-  // What done(), finish() and a waiter read come first, next to the
-  // shared_ptr's counts before them (a request's first two cache lines); the
-  // mutex and the condition variable, which few requests use, after.
-  std::atomic<bool> done_{false};
-  // Set with held_ (by the submitting thread, before the handle is handed
-  // out): flush_held() of every other request takes no lock.
-  std::atomic<bool> maybe_held_{false};
-  bool lane_ = false;             // runs on the shared-memory lane (set before it is shared)
-  std::atomic<int> sleepers_{0};  // threads in sleep_until()
-  AsyncOp* op_ = nullptr;         // while pending; guarded by the engine's mutex
-  Status status_;                 // written by finish() only, before done_
+  AsyncOp* op_ = nullptr;  // while pending; guarded by the engine's mutex
+  bool lane_ = false;      // runs on the shared-memory lane (set before it is shared)
   mutable std::mutex mu_;
   // Where sleep_until() sleeps (mu_), made by the first sleeper: most
   // requests have none, and destroying a condition variable costs an
   // atomic instruction.
   std::optional<std::condition_variable> cv_;
+  std::atomic<int> sleepers_{0};  // threads in sleep_until()
+  std::atomic<bool> done_{false};
+  Status status_;              // written by finish() only, before done_
   std::weak_ptr<Fuser> held_;  // see flush_held(); guarded by mu_
+  // Set with held_ (by the submitting thread, before the handle is handed
+  // out): flush_held() of every other request takes no lock.
+  std::atomic<bool> maybe_held_{false};
 };
 
 // The requests a waiter waits for after the current one (the rest of a

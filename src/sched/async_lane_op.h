@@ -37,29 +37,25 @@ constexpr size_t kLaneForgotten = 1024;
 constexpr int64_t kLaneWaiterCycles = 8;
 constexpr int64_t kLaneWaiterCyclesMax = 32;
 
-// One submitted operation on the lane. What a driver reads for every
-// operation comes first (the key, the partition state, the flags, then the
-// request and the spec's scalar fields): each cache line of it is one a
-// step's bulk data has pushed out of the caches by the time the driver
-// comes back to the operation.
+// One submitted operation on the lane.
 struct LaneOp {
   explicit LaneOp(AsyncOpSpec&& s) : spec(std::move(s)) {}
+  AsyncOpSpec spec;
   uint64_t name_hash = 0;
   uint64_t seq = 0;
   uint64_t order = 0;
   uint64_t part_elems = 1;
   uint32_t parts = 1;
   uint32_t done_parts = 0;  // driver only (under mu_)
-  bool ready = false;       // every rank submitted it alike
-  bool tiny_late = false;   // tiny, ready too close to its deadline: via the log (kTiny)
-  bool running = false;     // a partition is in the arena (the driver ends it)
-  bool warned = false;      // stall warning logged
-  bool stale = false;       // counted in stale_left_ (see AsyncLane::mark_stale_locked)
-  std::shared_ptr<AsyncRequest> req;
-  Status result;
-  AsyncOpSpec spec;
   int64_t submit_ns = 0;
   int64_t deadline_ns = INT64_MAX;  // steady clock; INT64_MAX: none
+  std::shared_ptr<AsyncRequest> req;
+  bool ready = false;      // every rank submitted it alike
+  bool tiny_late = false;  // tiny, ready too close to its deadline: via the log (kTiny)
+  bool running = false;    // a partition is in the arena (the driver ends it)
+  bool warned = false;     // stall warning logged
+  bool stale = false;      // counted in stale_left_ (see AsyncLane::mark_stale_locked)
+  Status result;
   OpKey key() const { return {name_hash, seq}; }
   uint64_t bytes() const { return spec.count * dtype_size(spec.dtype); }
   // The arena's signature digest of `count` elements of it.
