@@ -184,6 +184,7 @@ void AsyncLane::after_take_in(Intake* intake) {
   if (intake->foreign) return;
   ring_peers();
   if (intake->deferred) thread_timer_.ring();  // or the lane thread
+  op_pool_.prefetch_next();  // for the next submission of a burst
 }
 
 // Moves *op into ops_, counted as unready. False (*op left as it is) if an
@@ -283,6 +284,27 @@ void AsyncLane::take_finished_locked(Done* done) {
 void AsyncLane::match_record_locked(int local, const LaneRecord& r) {
   const OpKey key{r.name_hash, r.seq};
   if (!forgotten_.empty() && forgotten_.count(key) > 0) return;  // it failed here already
+  // Submitted here, and matched in the operation itself (see async_lane.h, 2.).
+  auto it = ops_.find(key);
+  if (it != ops_.end() && in_op(*it->second)) {
+    LaneOp* op = it->second.get();
+    if (local == me_) {
+      // Its own record is published: the records that came before it join
+      // it. (The table is looked at only when it holds something.)
+      auto mit = matches_.empty() ? matches_.end() : matches_.find(key);
+      if (mit != matches_.end()) {
+        for (int j = 0; j < n_; ++j) {
+          if (mit->second.have[static_cast<size_t>(j)]) {
+            match_in_op_locked(op, j, mit->second.rec[static_cast<size_t>(j)]);
+          }
+        }
+        erase_match_locked(mit);
+      }
+    }
+    match_in_op_locked(op, local, r);
+    if (op->seen_count == n_) check_ready_locked(op);
+    return;
+  }
   Match& m = matches_.claim(key).first->second;
   if (m.have.empty()) {  // a fresh slot's (a finished match's comes back sized and reset)
     m.rec.resize(static_cast<size_t>(n_));
@@ -297,8 +319,12 @@ void AsyncLane::match_record_locked(int local, const LaneRecord& r) {
     ++m.count;
   }
   if (m.count < n_) return;
-  auto op = ops_.find(key);
-  if (op != ops_.end()) check_ready_locked(op->second.get());
+  if (it != ops_.end()) check_ready_locked(it->second.get());  // (the table did not move)
+}
+
+bool AsyncLane::in_op(const LaneOp& op) const {
+  const uint64_t bytes = op.bytes();
+  return n_ <= 64 && (bytes == 0 || bytes > LaneRecord::kPayloadBytes);
 }
 
 namespace {
@@ -316,10 +342,43 @@ SigRecord sig_of(const LaneRecord& r, const std::string& name) {
 }
 }  // namespace
 
+// Rank `local`'s record of `op`, once: its signature against this rank's
+// (own record: nothing to compare).
+void AsyncLane::match_in_op_locked(LaneOp* op, int local, const LaneRecord& r) {
+  const uint64_t bit = uint64_t{1} << local;
+  if (op->seen & bit) return;
+  op->seen |= bit;
+  ++op->seen_count;
+  if (local == me_ || (op->differs_rank >= 0 && op->differs_rank < local)) return;
+  const LaneRecord mine = record_of(*op);
+  if (r.count == mine.count && r.partition_elems == mine.partition_elems && r.kind == mine.kind &&
+      r.dtype == mine.dtype && r.op == mine.op && r.root == mine.root &&
+      r.strategy == mine.strategy) {
+    return;
+  }
+  // (The lowest rank that differs is named, as with the records in a table.)
+  op->differs_rank = local;
+  op->differs = sig_difference(sig_of(mine, op->spec.name), me_, sig_of(r, op->spec.name), local);
+}
+
 // Every rank's record is in: a mismatch every rank sees alike, or ready. A
 // tiny operation (its data in the records) completes here and now: every
 // rank reduces the same records in rank order, so no log entry is needed.
 void AsyncLane::check_ready_locked(LaneOp* op) {
+  if (in_op(*op)) {
+    if (!op->differs.empty()) {
+      end_locked(op,
+                 invalid_usage(op->label() + ": ranks called it with different arguments: " +
+                               op->differs),
+                 &finished_);
+      left_.store(true, std::memory_order_relaxed);
+      return;
+    }
+    op->ready = true;
+    --unready_;
+    ready_.insert(op->spec.priority, op->order, op);
+    return;
+  }
   auto mit = matches_.find(op->key());
   Match& m = mit->second;
   const LaneRecord& mine = m.rec[static_cast<size_t>(me_)];
@@ -459,12 +518,20 @@ void AsyncLane::foreign_failed_locked(const std::shared_ptr<LaneOp>& op) {
 
 // Ranks (local indices, which are the ranks: every rank is local) whose
 // record of the operation has not been read.
-std::string AsyncLane::missing_locked(uint64_t name_hash, uint64_t seq) const {
+std::string AsyncLane::missing_locked(uint64_t name_hash, uint64_t seq, const LaneOp* op) const {
   const Match* m = matches_.get({name_hash, seq});
+  if (op == nullptr) {
+    const std::shared_ptr<LaneOp>* o = ops_.get({name_hash, seq});
+    if (o != nullptr) op = o->get();
+  }
+  const uint64_t seen = op != nullptr && in_op(*op) ? op->seen : 0;
   std::string out;
   for (int j = 0; j < n_; ++j) {
     // (This rank submitted it: its record may still wait to be published.)
-    if (j == me_ || (m != nullptr && m->have[static_cast<size_t>(j)])) continue;
+    if (j == me_ || (m != nullptr && m->have[static_cast<size_t>(j)]) ||
+        (j < 64 && (seen >> j) & 1)) {
+      continue;
+    }
     out += (out.empty() ? "" : ", ") + std::to_string(j);
   }
   return out;

@@ -15,7 +15,14 @@
 //     (count, dtype, op, partition size, strategy) fail it on every rank
 //     with a text saying what differs; it never runs. A tiny operation
 //     completes right there: every rank reduces the same records in rank
-//     order (the same bits everywhere), no log entry needed.
+//     order (the same bits everywhere), no log entry needed. Records wait
+//     in a table (matches_) until the operation is submitted here; then
+//     an operation that is not tiny (with at most 64 local ranks) takes
+//     them in and counts the rest itself, comparing each with its own
+//     signature: no table entry of its own, and no copy of the records
+//     (a submission touches fewer cache lines, which a training step's
+//     bulk data has flushed since the last one). A tiny operation keeps
+//     every record in the table: it needs their data.
 //  3. Order: a driver with nothing to run appends the next partition of
 //     the most urgent ready operation (priority, then the appender's
 //     submission order: any rank's choice will do, since the log is one) to
@@ -203,7 +210,9 @@ class AsyncLane {
   void close();
 
  private:
-  struct Match {  // the records of one operation seen so far, by local rank
+  // The records of one operation seen so far, by local rank: those read
+  // before this rank submitted it, and all of a tiny one's (see 2.).
+  struct Match {
     std::vector<LaneRecord> rec;
     std::vector<char> have;
     int count = 0;
@@ -224,6 +233,12 @@ class AsyncLane {
   // Moves finished_ onto `done` and clears left_: every collection of it.
   void take_finished_locked(Done* done);
   void match_record_locked(int local, const LaneRecord& r);
+  // Whether `op` keeps its match itself rather than in matches_: with at
+  // most 64 local ranks, an operation whose data does not travel in the
+  // records (see 2.).
+  bool in_op(const LaneOp& op) const;
+  // Counts local rank `local`'s record `r` in in_op() operation `op`.
+  void match_in_op_locked(LaneOp* op, int local, const LaneRecord& r);
   void check_ready_locked(LaneOp* op);
   bool in_time_locked(const Match& m) const;
   void reduce_tiny_locked(LaneOp* op, MatchMap::iterator mit, Done* done);
@@ -270,7 +285,9 @@ class AsyncLane {
   // the lane breaks or closes.
   void drive(const std::function<bool()>& stop, std::chrono::nanoseconds slice);
   void thread_loop();
-  std::string missing_locked(uint64_t name_hash, uint64_t seq) const;
+  // The local ranks whose record of (name_hash, seq) has not been read;
+  // `op`: the operation, if this rank submitted it (null: look it up).
+  std::string missing_locked(uint64_t name_hash, uint64_t seq, const LaneOp* op = nullptr) const;
   LaneRecord record_of(const LaneOp& op) const;
 
   Engine* const engine_;

@@ -55,6 +55,14 @@ struct LaneOp {
   bool running = false;    // a partition is in the arena (the driver ends it)
   bool warned = false;     // stall warning logged
   bool stale = false;      // counted in stale_left_ (see AsyncLane::mark_stale_locked)
+  // Matching in the operation itself (AsyncLane::in_op()): the local ranks
+  // whose record was read (bit j: rank j; this rank's own bit once its
+  // record is published) and how many, and the difference the lowest
+  // disagreeing rank's record showed ("" while none did).
+  uint64_t seen = 0;
+  int seen_count = 0;
+  int differs_rank = -1;
+  std::string differs;
   Status result;
   OpKey key() const { return {name_hash, seq}; }
   uint64_t bytes() const { return spec.count * dtype_size(spec.dtype); }

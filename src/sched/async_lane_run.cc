@@ -60,7 +60,7 @@ size_t AsyncLane::decide_locked() {
     if (!op->warned && warn_ns > 0 && now - op->submit_ns >= warn_ns) {
       op->warned = true;
       KF_LOG_WARN(stall_text(op->label(), me_, (now - op->submit_ns) / 1000000,
-                             missing_locked(op->name_hash, op->seq)));
+                             missing_locked(op->name_hash, op->seq, op)));
     }
   }
   if (ready_.empty()) return 0;
@@ -234,7 +234,7 @@ uint64_t AsyncLane::run_entry(const LaneEntry& e) {
         // complete it; they tell who never submitted it.
         end_locked(op.get(), Status::ok(), &done);
         ingest_locked();
-        const std::string missing = missing_locked(e.name_hash, e.seq);
+        const std::string missing = missing_locked(e.name_hash, e.seq, op.get());
         op->result = timeout_error(
             timed_out_text(op->label(), opts_.timeout_ms,
                            missing.empty() ? gave_up_text() : never_submitted_text(missing)));

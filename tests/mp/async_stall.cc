@@ -1,7 +1,10 @@
-// Stall inspector: the last rank never submits 'ghost'. The others must log
-// a warning naming 'ghost' and the missing rank after KF_STALL_WARN_MS, and
-// complete it with KF_ERR_TIMEOUT at KF_TIMEOUT_MS saying which rank never
-// submitted it (callback once). Other operations keep working afterwards.
+// Stall inspector: the last rank never submits 'ghost' (64 bytes) nor
+// 'ghost_big' (4 KiB: on the shared-memory lane the first's data travels in
+// its records, the second counts them in the operation itself). The others
+// must log a warning naming each and the missing rank after
+// KF_STALL_WARN_MS, and complete both with KF_ERR_TIMEOUT at KF_TIMEOUT_MS
+// saying which rank never submitted them (the callback of 'ghost' once).
+// Other operations keep working afterwards.
 // Run with KF_STALL_WARN_MS=500 KF_TIMEOUT_MS=4000.
 #include <unistd.h>
 
@@ -65,11 +68,22 @@ int main() {
   const std::string missing = "rank(s) " + std::to_string(absent);
   if (rank != absent) {
     std::vector<int32_t> v(16, rank), out(16, 0);
+    std::vector<int32_t> big(1024, rank), big_out(1024, 0);
     kf_op_options_t o = KF_OP_OPTIONS_INITIALIZER;
     o.callback = on_done;
     auto t0 = std::chrono::steady_clock::now();
+    kf_request_t rb = nullptr;
+    kf_status_t stb =
+        kf_iall_reduce(comm, "ghost_big", big.data(), big_out.data(), 1024, KF_INT32, KF_SUM,
+                       nullptr, &rb);
     st = kf_iall_reduce(comm, "ghost", v.data(), out.data(), 16, KF_INT32, KF_SUM, &o, &r);
     st = st == KF_SUCCESS ? kf_request_wait(r) : st;
+    stb = stb == KF_SUCCESS ? kf_request_wait(rb) : stb;
+    const std::string text_big = stb == KF_SUCCESS || rb == nullptr ? "" : kf_request_error(rb);
+    report(stb == KF_ERR_TIMEOUT && text_big.find("'ghost_big'") != std::string::npos &&
+               text_big.find(missing + " never submitted it") != std::string::npos,
+           std::string("'ghost_big' -> ") + kf_status_string(stb) + ": " + text_big);
+    kf_request_free(rb);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::string text = kf_request_error(r);
     report(st == KF_ERR_TIMEOUT && text.find("'ghost'") != std::string::npos &&
@@ -85,9 +99,18 @@ int main() {
   std::fflush(stderr);
   std::string log = slurp(path);
   if (rank != absent) {
-    report(log.find("'ghost' #0 was submitted on rank " + std::to_string(rank)) != std::string::npos &&
-               log.find("not yet on " + missing) != std::string::npos,
-           "stall warning names 'ghost' and " + missing);
+    for (const char* name : {"ghost", "ghost_big"}) {
+      // One line names the operation, this rank and the missing one.
+      const std::string head =
+          "'" + std::string(name) + "' #0 was submitted on rank " + std::to_string(rank);
+      bool found = false;
+      for (size_t at = log.find(head); at != std::string::npos && !found;
+           at = log.find(head, at + 1)) {
+        const std::string line = log.substr(at, log.find('\n', at) - at);
+        found = line.find("not yet on " + missing) != std::string::npos;
+      }
+      report(found, std::string("stall warning names '") + name + "' and " + missing);
+    }
   } else {
     // Informational: over shared memory (no progress thread) a rank with
     // nothing pending reads its peers' frames only when it next waits, so

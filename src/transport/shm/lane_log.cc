@@ -38,7 +38,10 @@ size_t LaneLog::region_bytes(int local_size) {
 }
 
 LaneLog::LaneLog(std::vector<char*> regions, int me)
-    : regions_(std::move(regions)), me_(me), next_take_(regions_.size(), 0) {}
+    : regions_(std::move(regions)),
+      me_(me),
+      next_take_(regions_.size(), 0),
+      prefetched_(regions_.size(), 0) {}
 
 LaneLog::Header* LaneLog::header(int local) const {
   return reinterpret_cast<Header*>(regions_[static_cast<size_t>(local)]);
@@ -81,12 +84,24 @@ bool LaneLog::publish(const LaneRecord& r) {
   // reader's cache must fetch from ours.)
   copy_record(&records(me_)[n % kRecords], r);
   h->published.store(n + 1, std::memory_order_release);
+  // The next record's slot, for writing: a burst publishes one per tensor,
+  // and a reader took this line from us since we last wrote it.
+  __builtin_prefetch(&records(me_)[(n + 1) % kRecords], 1);
   return true;
 }
 
 bool LaneLog::take(int local, LaneRecord* out) {
   uint64_t& next = next_take_[static_cast<size_t>(local)];
-  if (header(local)->published.load(std::memory_order_acquire) <= next) return false;
+  const uint64_t published = header(local)->published.load(std::memory_order_acquire);
+  if (published <= next) return false;
+  // The records published after this one are fetched meanwhile (a driver
+  // takes a burst's records one after another, each a line from another
+  // core): up to kTakeAhead ahead, each asked for once.
+  uint64_t& ahead = prefetched_[static_cast<size_t>(local)];
+  const uint64_t until = std::min(published, next + 1 + kTakeAhead);
+  for (ahead = std::max(ahead, next + 1); ahead < until; ++ahead) {
+    __builtin_prefetch(&records(local)[ahead % kRecords]);
+  }
   const LaneRecord& slot = records(local)[next % kRecords];
   copy_record(out, slot);
   ++next;

@@ -116,7 +116,9 @@ class LaneLog {
 
   std::vector<char*> regions_;
   int me_;
+  static constexpr uint64_t kTakeAhead = 16;  // records take() prefetches ahead
   std::vector<uint64_t> next_take_;  // per writer: the next record to take
+  std::vector<uint64_t> prefetched_;  // per writer: records below this were prefetched
   uint64_t slowest_read_ = 0;        // the readers' slowest cursor at publish()'s last look
   uint64_t slowest_processed_ = 0;   // the ranks' slowest log position at append()'s last look
 };
