@@ -378,6 +378,9 @@ KF_API kf_status_t kf_request_wait_all(size_t n, const kf_request_t* reqs) {
       kf_status_t st = kf::api::wait_one(reqs[i], rest);
       if (first == KF_SUCCESS) first = st;
     }
+    for (size_t i = 0; i < last; ++i) {
+      if (reqs[i] != nullptr) kf::api::RequestTable::get().prefetch_free(reqs[i]);
+    }
     return first;
   });
 }

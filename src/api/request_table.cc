@@ -18,6 +18,7 @@ kf_request* RequestTable::add(kf_comm* comm, AsyncEngine* engine,
   r->comm = comm;
   r->engine = engine;
   live_.insert_new(r);
+  pool_.prefetch_next();  // the next handle of a burst
   return r;
 }
 

@@ -354,7 +354,7 @@ Status AsyncEngine::submit(AsyncOpSpec&& spec, std::shared_ptr<AsyncRequest>* ou
   //    until the operation is ready.
   {
     std::lock_guard<std::mutex> lock(mu_);
-    o->seq = next_seq_[o->name_hash]++;
+    o->seq = next_seq_.claim({o->name_hash, 0}).first->second++;
     o->order = next_order_++;
     o->unfinished = o->plan.count + 1;  // +1: this submission
     pending_[{o->name_hash, o->seq}] = op;
@@ -520,7 +520,7 @@ Status AsyncEngine::submit_to_lane(AsyncOpSpec&& spec, std::shared_ptr<AsyncRequ
     if (stop_) {
       return aborted_error("the communicator is being destroyed: cannot run '" + spec.name + "'");
     }
-    const uint64_t seq = next_seq_[name_hash]++;
+    const uint64_t seq = next_seq_.claim({name_hash, 0}).first->second++;
     std::vector<int> foreign;  // ranks that sent a signature frame: another kind
     auto rem = remembered_.find({name_hash, seq});
     if (rem != remembered_.end()) {

@@ -98,12 +98,12 @@
 #include <set>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "algo/collectives.h"
 #include "algo/host_layout.h"
 #include "algo/strategy.h"
+#include "base/pair_map.h"
 #include "base/status.h"
 #include "sched/async_event.h"
 #include "sched/engine.h"
@@ -488,7 +488,9 @@ class AsyncEngine {
   std::condition_variable work_cv_;     // workers wait here for runnable partitions
   std::condition_variable inspect_cv_;  // the inspector sleeps here
   std::condition_variable drain_cv_;    // drain() waits here for pending_ to empty
-  std::unordered_map<uint64_t, uint64_t> next_seq_;  // by name hash
+  // The next sequence number, by name hash (key {name hash, 0}): a flat
+  // table, so that a submission reads one cache line for it.
+  PairMap<uint64_t> next_seq_;
   uint64_t next_order_ = 0;
   std::map<OpKey, std::shared_ptr<AsyncOp>> pending_;
   std::map<OpKey, Remembered> remembered_;

@@ -244,9 +244,9 @@ bool AsyncEngine::on_control_frame(int src, uint64_t name_hash, uint64_t wire_se
   if (it == pending_.end()) {
     // A signature frame for a lane operation: the peer ran another kind.
     if (step == kSigStep && lane_ && lane_->on_foreign_signature(src, name_hash, seq)) return true;
-    auto ns = next_seq_.find(name_hash);
+    const uint64_t* next = next_seq_.get({name_hash, 0});
     // (A lane operation is taken in under this lock as it is numbered.)
-    if (ns != next_seq_.end() && seq < ns->second) {
+    if (next != nullptr && seq < *next) {
       return true;  // already finished here: no receive will ever take it
     }
   }
