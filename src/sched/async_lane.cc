@@ -328,6 +328,12 @@ bool AsyncLane::in_op(const LaneOp& op) const {
 }
 
 namespace {
+// Whether two ranks' records of an operation agree on what every rank must.
+bool same_signature(const LaneRecord& a, const LaneRecord& b) {
+  return a.count == b.count && a.partition_elems == b.partition_elems && a.kind == b.kind &&
+         a.dtype == b.dtype && a.op == b.op && a.root == b.root && a.strategy == b.strategy;
+}
+
 SigRecord sig_of(const LaneRecord& r, const std::string& name) {
   SigRecord s;
   s.kind = r.kind;
@@ -351,11 +357,7 @@ void AsyncLane::match_in_op_locked(LaneOp* op, int local, const LaneRecord& r) {
   ++op->seen_count;
   if (local == me_ || (op->differs_rank >= 0 && op->differs_rank < local)) return;
   const LaneRecord mine = record_of(*op);
-  if (r.count == mine.count && r.partition_elems == mine.partition_elems && r.kind == mine.kind &&
-      r.dtype == mine.dtype && r.op == mine.op && r.root == mine.root &&
-      r.strategy == mine.strategy) {
-    return;
-  }
+  if (same_signature(r, mine)) return;
   // (The lowest rank that differs is named, as with the records in a table.)
   op->differs_rank = local;
   op->differs = sig_difference(sig_of(mine, op->spec.name), me_, sig_of(r, op->spec.name), local);
@@ -385,11 +387,7 @@ void AsyncLane::check_ready_locked(LaneOp* op) {
   std::string diff;
   for (int j = 0; j < n_ && diff.empty(); ++j) {
     const LaneRecord& r = m.rec[static_cast<size_t>(j)];
-    if (j == me_ || (r.count == mine.count && r.partition_elems == mine.partition_elems &&
-                     r.kind == mine.kind && r.dtype == mine.dtype && r.op == mine.op &&
-                     r.root == mine.root && r.strategy == mine.strategy)) {
-      continue;
-    }
+    if (j == me_ || same_signature(r, mine)) continue;
     diff = sig_difference(sig_of(mine, op->spec.name), me_, sig_of(r, op->spec.name), j);
   }
   if (!diff.empty()) {
