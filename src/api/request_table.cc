@@ -18,7 +18,6 @@ kf_request* RequestTable::add(kf_comm* comm, AsyncEngine* engine,
   r->comm = comm;
   r->engine = engine;
   live_.insert_new(r);
-  pool_.prefetch_next();  // the next handle of a burst
   return r;
 }
 

@@ -80,6 +80,13 @@ inline Shelf* shelf_for(size_t bytes, bool make, std::atomic<uint32_t>* hint) {
   return nullptr;
 }
 
+// Asks the CPU to fetch the `bytes` at `block` for writing.
+inline void prefetch_block(const void* block, size_t bytes) {
+  const char* p = static_cast<const char*>(block);
+  for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 1);
+  __builtin_prefetch(p + bytes - 1, 1);  // (a block need not start a line)
+}
+
 }  // namespace
 
 BlockPool::~BlockPool() {
@@ -87,10 +94,11 @@ BlockPool::~BlockPool() {
 }
 
 void* BlockPool::allocate(size_t bytes) {
-  if (block_bytes_.load(std::memory_order_relaxed) == 0) {
-    block_bytes_.store(bytes, std::memory_order_relaxed);
+  if (Shelf* s = shelf_for(bytes, true, &hint_); s != nullptr && s->n > 0) {
+    void* p = s->blocks[--s->n];
+    if (s->n > 0) prefetch_block(s->blocks[s->n - 1], bytes);
+    return p;
   }
-  if (Shelf* s = shelf_for(bytes, true, &hint_); s != nullptr && s->n > 0) return s->blocks[--s->n];
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (bytes_ == 0) bytes_ = bytes;
@@ -117,16 +125,6 @@ void BlockPool::deallocate(void* p, size_t bytes) {
     }
   }
   ::operator delete(p);
-}
-
-void BlockPool::prefetch_next() {
-  const size_t bytes = block_bytes_.load(std::memory_order_relaxed);
-  if (bytes == 0) return;
-  const Shelf* s = shelf_for(bytes, false, &hint_);
-  if (s == nullptr || s->n == 0) return;
-  const char* p = static_cast<const char*>(s->blocks[s->n - 1]);
-  for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 1);
-  __builtin_prefetch(p + bytes - 1, 1);  // (a block need not start a line)
 }
 
 size_t BlockPool::kept() const {

@@ -61,15 +61,12 @@ class BlockPool {
   BlockPool(const BlockPool&) = delete;
   BlockPool& operator=(const BlockPool&) = delete;
 
+  // A block from the calling thread's shelf hands the CPU a prefetch of the
+  // next one there, for writing: the next allocation (a burst makes one per
+  // tensor) finds it in cache rather than where a step's bulk data pushed
+  // it since it was freed. A hint only.
   void* allocate(size_t bytes);
   void deallocate(void* p, size_t bytes);
-
-  // Asks the CPU to fetch, for writing, the block the calling thread's next
-  // allocate() of this pool's size returns, if the thread keeps one: called
-  // after an allocation, the next one (a burst makes one per tensor) finds
-  // the block in cache rather than where the bulk data since it was freed
-  // pushed it. A hint only; nothing changes hands.
-  void prefetch_next();
 
   // For tests: the free blocks in the pool's list, and those of `bytes`
   // the calling thread keeps.
@@ -80,7 +77,6 @@ class BlockPool {
   mutable std::mutex mu_;
   std::vector<void*> free_;
   size_t bytes_ = 0;
-  std::atomic<size_t> block_bytes_{0};  // bytes_, for prefetch_next() (no lock)
   const size_t keep_;
   std::atomic<uint32_t> hint_{0};  // where threads' shelves usually hold this size
 };

@@ -78,18 +78,10 @@ void AsyncRequest::flush_held() {
   if (std::shared_ptr<Fuser> f = held.lock()) f->flush();
 }
 
-namespace {
-BlockPool* request_pool() {
-  static BlockPool* pool = new BlockPool(1024);  // never destroyed: requests may outlive main()
-  return pool;
-}
-}  // namespace
-
 std::shared_ptr<AsyncRequest> AsyncRequest::make() {
-  return std::allocate_shared<AsyncRequest>(PoolAllocator<AsyncRequest>(request_pool()));
+  static BlockPool* pool = new BlockPool(1024);  // never destroyed: requests may outlive main()
+  return std::allocate_shared<AsyncRequest>(PoolAllocator<AsyncRequest>(pool));
 }
-
-void AsyncRequest::prefetch_next() { request_pool()->prefetch_next(); }
 
 void AsyncRequest::finish(const Status& st) {
   status_ = st;
@@ -530,7 +522,6 @@ Status AsyncEngine::submit_to_lane(AsyncOpSpec&& spec, std::shared_ptr<AsyncRequ
     lane_->take_in(std::move(spec), name_hash, seq, partition_bytes_.load(), foreign, req, &intake);
   }
   lane_->after_take_in(&intake);  // (completion callbacks: without the lock)
-  AsyncRequest::prefetch_next();  // for the next submission of a burst
   return Status::ok();
 }
 

@@ -211,8 +211,6 @@ class AsyncRequest {
  public:
   // A new request, its memory from a process-wide pool (base/block_pool.h).
   static std::shared_ptr<AsyncRequest> make();
-  // Warms the memory of the calling thread's next make() (BlockPool::prefetch_next()).
-  static void prefetch_next();
   bool done() const;
   // Final status once done() (ok before; it does not change after).
   const Status& status() const;

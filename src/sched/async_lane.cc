@@ -184,7 +184,6 @@ void AsyncLane::after_take_in(Intake* intake) {
   if (intake->foreign) return;
   ring_peers();
   if (intake->deferred) thread_timer_.ring();  // or the lane thread
-  op_pool_.prefetch_next();  // for the next submission of a burst
 }
 
 // Moves *op into ops_, counted as unready. False (*op left as it is) if an
@@ -302,7 +301,7 @@ void AsyncLane::match_record_locked(int local, const LaneRecord& r) {
       }
     }
     match_in_op_locked(op, local, r);
-    if (op->seen_count == n_) check_ready_locked(op);
+    if (__builtin_popcountll(op->seen) == n_) check_ready_locked(op);
     return;
   }
   Match& m = matches_.claim(key).first->second;
@@ -354,7 +353,6 @@ void AsyncLane::match_in_op_locked(LaneOp* op, int local, const LaneRecord& r) {
   const uint64_t bit = uint64_t{1} << local;
   if (op->seen & bit) return;
   op->seen |= bit;
-  ++op->seen_count;
   if (local == me_ || (op->differs_rank >= 0 && op->differs_rank < local)) return;
   const LaneRecord mine = record_of(*op);
   if (same_signature(r, mine)) return;

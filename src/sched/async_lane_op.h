@@ -57,10 +57,9 @@ struct LaneOp {
   bool stale = false;      // counted in stale_left_ (see AsyncLane::mark_stale_locked)
   // Matching in the operation itself (AsyncLane::in_op()): the local ranks
   // whose record was read (bit j: rank j; this rank's own bit once its
-  // record is published) and how many, and the difference the lowest
-  // disagreeing rank's record showed ("" while none did).
+  // record is published), and the difference the lowest disagreeing rank's
+  // record showed ("" while none did).
   uint64_t seen = 0;
-  int seen_count = 0;
   int differs_rank = -1;
   std::string differs;
   Status result;
