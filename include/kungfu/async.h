@@ -75,7 +75,7 @@
  * the most urgent first, one at a time. There fusion takes another form:
  * when the most urgent ready operation is one partition, it and the
  * single-partition ready operations next in priority order (of one dtype
- * and op; in all at most KF_FUSION_PASS_BYTES, default 4 MiB, and the first
+ * and op; in all at most KF_FUSION_PASS_BYTES, default 1 MiB, and the first
  * one's partition size) run together as one pass over their buffers laid
  * end to end, sharing its barriers. A thread waiting for a request runs
  * them itself; when nobody waits, a thread of the communicator does, 200 us

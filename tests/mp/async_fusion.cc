@@ -23,8 +23,10 @@
 //                     groups of one dtype and op (four one shot, two staged
 //                     over more than a staging buffer; every third in place),
 //                     submitted in a per-rank order by every rank before any
-//                     waits, run as exactly six fused passes (the lane's
-//                     counters say so) that complete in priority order; a
+//                     waits, run as exactly the fused passes the lane's
+//                     rule makes of them (its counters say so: six with
+//                     KF_FUSION_PASS_BYTES 2 MiB, seven at the default
+//                     1 MiB) that complete in priority order; a
 //                     partitioned one after them is not fused; every
 //                     element exact.
 #include <algorithm>
@@ -39,6 +41,7 @@
 #include <vector>
 
 #include "api/handle.h"
+#include "base/config.h"
 #include "mp_common.h"
 
 namespace {
@@ -470,7 +473,29 @@ int run_lane_passes(kf_comm_t comm, int rank, int n) {
   const Group groups[] = {{KF_FLOAT32, KF_SUM, 256, 8},  {KF_INT32, KF_MAX, 100, 8},
                           {KF_FLOAT64, KF_SUM, 2048, 4}, {KF_FLOAT64, KF_AVG, 100, 4},
                           {KF_INT32, KF_SUM, 76801, 6},  {KF_FLOAT64, KF_AVG, 40001, 3}};
-  const uint64_t want_passes = 6, want_fused = 33;
+  // The passes the lane's rule makes of them (sched/async_lane.h, 3.: in
+  // priority order, one dtype and op, at most KF_FUSION_PASS_BYTES and the
+  // partition size in all; a pass of one operation is not a fused pass):
+  // six under a limit of 2 MiB, seven under the default 1 MiB, where the
+  // 1.8 MB group takes two.
+  const uint64_t limit = std::min<uint64_t>(
+      static_cast<uint64_t>(kf::knob_int(kf::Knob::KF_FUSION_PASS_BYTES)),
+      static_cast<uint64_t>(kf::knob_int(kf::Knob::KF_PARTITION_BYTES)));
+  uint64_t want_passes = 0, want_fused = 0;
+  for (const Group& g : groups) {
+    const uint64_t bytes = g.count * dsize(g.dtype);
+    uint64_t in_pass = 0;
+    for (int i = 0; i <= g.ops; ++i) {
+      if (i == g.ops || (in_pass + 1) * bytes > limit) {  // the pass so far ends
+        if (in_pass >= 2) {
+          ++want_passes;
+          want_fused += in_pass;
+        }
+        in_pass = 0;
+      }
+      ++in_pass;
+    }
+  }
   struct Case {
     kf_dtype_t dtype;
     kf_op_t op;
