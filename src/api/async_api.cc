@@ -352,8 +352,17 @@ KF_API kf_status_t kf_request_wait_all(size_t n, const kf_request_t* reqs) {
       }
     }
     // While it waits for one, the thread runs the partitions of the others
-    // that come its way, instead of handing them to another thread.
-    std::vector<const kf::AsyncRequest*> states(n);
+    // that come its way, instead of handing them to another thread. (Their
+    // states on the stack for a burst of up to kOnStack: a heap block per
+    // call is malloc's and free's code, which a step's data has flushed.)
+    constexpr size_t kOnStack = 64;
+    const kf::AsyncRequest* on_stack[kOnStack];
+    std::vector<const kf::AsyncRequest*> on_heap;
+    const kf::AsyncRequest** states = on_stack;
+    if (n > kOnStack) {
+      on_heap.resize(n);
+      states = on_heap.data();
+    }
     for (size_t i = 0; i < n; ++i) states[i] = reqs[i] != nullptr ? reqs[i]->state.get() : nullptr;
     // The last request first: requests are usually listed in submission
     // order and, at equal priority, usually complete in it, so the thread
@@ -369,12 +378,12 @@ KF_API kf_status_t kf_request_wait_all(size_t n, const kf_request_t* reqs) {
       for (size_t i = 0; i + 1 < last; ++i) {
         if (reqs[i] != nullptr && reqs[i]->state->done()) reqs[i]->state->flush_held();
       }
-      reqs[last - 1]->engine->wait(reqs[last - 1]->state, kf::WaitRest{states.data(), last - 1});
+      reqs[last - 1]->engine->wait(reqs[last - 1]->state, kf::WaitRest{states, last - 1});
     }
     kf_status_t first = KF_SUCCESS;
     for (size_t i = 0; i < last; ++i) {
       if (reqs[i] == nullptr) continue;
-      const kf::WaitRest rest{states.data() + i + 1, n - i - 1};
+      const kf::WaitRest rest{states + i + 1, n - i - 1};
       kf_status_t st = kf::api::wait_one(reqs[i], rest);
       if (first == KF_SUCCESS) first = st;
     }

@@ -301,7 +301,9 @@ void AsyncLane::match_record_locked(int local, const LaneRecord& r) {
       }
     }
     match_in_op_locked(op, local, r);
-    if (__builtin_popcountll(op->seen) == n_) check_ready_locked(op);
+    // (Every local rank's bit: n_ <= 64 here. A mask, not a population
+    // count: without -mpopcnt that is a call into libgcc.)
+    if (op->seen == (n_ == 64 ? ~uint64_t{0} : (uint64_t{1} << n_) - 1)) check_ready_locked(op);
     return;
   }
   Match& m = matches_.claim(key).first->second;

@@ -74,8 +74,18 @@ bool AsyncLane::help(const std::shared_ptr<AsyncRequest>& req, bool any) {
   want_.fetch_add(1);
   if (driver_mu_.try_lock()) {
     // (Driving on past the completions of other operations saves a return
-    // and a re-entry per partition under kf_request_wait_all.)
-    drive([&] { return req->done() || (any && completions_.load() != seen); }, kSlice);
+    // and a re-entry per partition under kf_request_wait_all.) The stop
+    // test reaches its state through one pointer, so that the
+    // std::function holds it in place: a wider capture is a heap block
+    // (malloc and free, whose code a step's data has flushed) per call.
+    const struct {
+      const AsyncRequest* req;
+      bool any;
+      uint64_t seen;
+      const std::atomic<uint64_t>* completions;
+    } until{req.get(), any, seen, &completions_};
+    drive([s = &until] { return s->req->done() || (s->any && s->completions->load() != s->seen); },
+          kSlice);
     waiter_drives_.fetch_add(1, std::memory_order_relaxed);
     driver_mu_.unlock();
     hand_left_over();
