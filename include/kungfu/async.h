@@ -75,9 +75,10 @@
  * the most urgent first, one at a time. There fusion takes another form:
  * when the most urgent ready operation is one partition, it and the
  * single-partition ready operations next in priority order (of one dtype
- * and op; in all at most KF_FUSION_PASS_BYTES, default 1 MiB, and the first
- * one's partition size) run together as one pass over their buffers laid
- * end to end, sharing its barriers. A thread waiting for a request runs
+ * and op; in all at most KF_FUSION_PASS_BYTES, default 4 MiB, and the first
+ * one's partition size; each of at most a staging buffer, 256 KiB per local
+ * rank) run together as one pass over their buffers laid end to end,
+ * sharing its barriers. A thread waiting for a request runs
  * them itself; when nobody waits, a thread of the communicator does, 200 us
  * after a large submission (KF_FUSION_CYCLE_US after a small one), or, while
  * waiting threads have been running them, within 8 to 64 cycles (the longer

@@ -126,6 +126,7 @@ struct LaneStats {
   uint64_t fused_passes = 0;  // passes that ran more than one operation
   uint64_t fused_ops = 0;     // the operations they ran
   uint64_t unmatched = 0;     // operations with records read but not all (now)
+  uint64_t fuse_max = 0;      // the largest operation that shares passes (bytes)
 };
 
 // Ready-queue order: priority, then local submission order. The queue holds

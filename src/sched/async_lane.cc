@@ -46,6 +46,7 @@ AsyncLane::AsyncLane(Engine* engine, ShmTransport* shm, const LaneOptions& opts,
           shm->local_index()),
       me_(shm->local_index()),
       n_(shm->local_size()),
+      fuse_max_(std::min<uint64_t>(opts.pass_bytes, shm->staging_bytes())),
       cycle_(std::max<int64_t>(1, opts.cycle_us)),
       look_(cycle_ * kLaneWaiterCycles) {
   thread_ = std::thread([this] { thread_loop(); });

@@ -31,15 +31,20 @@
 //     queued partitions of bulky ones at the next partition boundary, and
 //     the bytes in flight are one partition (the credit window). No
 //     deadlock: every entry names an operation every rank submitted.
-//     Fusion: when the most urgent ready operation is one partition, the
-//     appender packs it and the single-partition ready operations after it
-//     in priority order (same dtype and op, while their bytes fit
-//     pass_bytes and the head's partition size) into one pass: one batch
+//     Fusion: when the most urgent ready operation is one partition of at
+//     most a staging buffer, the appender packs it and the like ready
+//     operations after it in priority order (same dtype and op, while
+//     their bytes fit pass_bytes and the head's partition size) into one
+//     pass: one batch
 //     of entries, appended at once, that every rank runs as one all_reduce
 //     over their buffers laid end to end (arena_all_reduce_pieces(): one
 //     shot with one barrier for all of them, or staged rounds that span
 //     operations). Each operation keeps its own buffers; the pass saves
-//     the barriers and log entries of separate passes.
+//     the barriers and log entries of separate passes, and pipelines the
+//     rounds of operations that each fill at most one. A longer operation
+//     is pipelined within its own pass already, and runs alone: fused, two
+//     1 MiB operations (two rounds each at np 2) ran 1-2.5% slower than
+//     their own passes (perf/README.md, session 33).
 //  4. Timeout: a driver whose operation passed its deadline unready appends
 //     a withdrawal; every rank that submitted it fails it with the timeout,
 //     naming the ranks that never did, and a rank that submits it later
@@ -133,9 +138,10 @@ struct LaneOptions {
   size_t one_shot_bytes = 0;    // KF_SHM_ONE_SHOT_BYTES
   uint64_t wake_bytes = 16384;  // operations above this get kGrace, not a cycle (see 5.)
   int64_t cycle_us = 1000;      // else the lane thread drives after this
-  // Fusion (see 3.): single-partition operations share a pass of at most
-  // pass_bytes bytes (KF_FUSION_PASS_BYTES) and the partition size of its
-  // most urgent operation. 0: one operation per pass.
+  // Fusion (see 3.): single-partition operations of at most a staging
+  // buffer share a pass of at most pass_bytes bytes (KF_FUSION_PASS_BYTES)
+  // and the partition size of its most urgent operation. 0: one operation
+  // per pass.
   uint64_t pass_bytes = 0;
 };
 
@@ -299,6 +305,9 @@ class AsyncLane {
   LaneLog log_;
   const int me_;              // local index
   const int n_;               // local ranks (== communicator size)
+  // The largest operation that shares fused passes (see 3.): pass_bytes,
+  // and a staging buffer: one round of the staged all_reduce.
+  const uint64_t fuse_max_;
   // The memory of finished LaneOps, for the next (declared before every
   // container of them: destroyed after).
   BlockPool op_pool_{1024};

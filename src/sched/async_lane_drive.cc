@@ -244,6 +244,7 @@ LaneStats AsyncLane::stats() const {
   LaneStats s;
   s.fused_passes = fused_passes_.load(std::memory_order_relaxed);
   s.fused_ops = fused_ops_.load(std::memory_order_relaxed);
+  s.fuse_max = fuse_max_;
   std::lock_guard<std::mutex> lock(mu_);
   s.unmatched = matches_.size();
   return s;

@@ -17,10 +17,11 @@ namespace kf {
 // ---- the log --------------------------------------------------------------
 
 // Whether `op` may share a fused pass: one partition of more than a record's
-// payload (tiny ones complete from the records) and at most a pass.
+// payload (tiny ones complete from the records), of at most a pass and a
+// staging buffer (fuse_max_).
 bool AsyncLane::fusable(const LaneOp& op) const {
   const uint64_t bytes = op.bytes();
-  return op.parts == 1 && bytes > LaneRecord::kPayloadBytes && bytes <= opts_.pass_bytes;
+  return op.parts == 1 && bytes > LaneRecord::kPayloadBytes && bytes <= fuse_max_;
 }
 
 // What to append at the log's end, into batch_ (returns how many entries; 0:

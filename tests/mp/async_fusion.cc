@@ -24,9 +24,8 @@
 //                     over more than a staging buffer; every third in place),
 //                     submitted in a per-rank order by every rank before any
 //                     waits, run as exactly the fused passes the lane's
-//                     rule makes of them (its counters say so: six with
-//                     KF_FUSION_PASS_BYTES 2 MiB, seven at the default
-//                     1 MiB) that complete in priority order; a
+//                     rule makes of them (its counters say so: six at the
+//                     defaults) that complete in priority order; a
 //                     partitioned one after them is not fused; every
 //                     element exact.
 #include <algorithm>
@@ -474,16 +473,19 @@ int run_lane_passes(kf_comm_t comm, int rank, int n) {
                           {KF_FLOAT64, KF_SUM, 2048, 4}, {KF_FLOAT64, KF_AVG, 100, 4},
                           {KF_INT32, KF_SUM, 76801, 6},  {KF_FLOAT64, KF_AVG, 40001, 3}};
   // The passes the lane's rule makes of them (sched/async_lane.h, 3.: in
-  // priority order, one dtype and op, at most KF_FUSION_PASS_BYTES and the
+  // priority order, one dtype and op, each of more than a record's payload
+  // and at most LaneStats::fuse_max, at most KF_FUSION_PASS_BYTES and the
   // partition size in all; a pass of one operation is not a fused pass):
-  // six under a limit of 2 MiB, seven under the default 1 MiB, where the
-  // 1.8 MB group takes two.
+  // six at the defaults; with staging buffers of 4032 bytes only the groups
+  // of 1 KiB, 400 B and 800 B operations share passes.
+  const uint64_t fuse_max = comm->impl->async().lane_stats().fuse_max;
   const uint64_t limit = std::min<uint64_t>(
       static_cast<uint64_t>(kf::knob_int(kf::Knob::KF_FUSION_PASS_BYTES)),
       static_cast<uint64_t>(kf::knob_int(kf::Knob::KF_PARTITION_BYTES)));
   uint64_t want_passes = 0, want_fused = 0;
   for (const Group& g : groups) {
     const uint64_t bytes = g.count * dsize(g.dtype);
+    if (bytes <= 64 || bytes > fuse_max) continue;  // each runs alone
     uint64_t in_pass = 0;
     for (int i = 0; i <= g.ops; ++i) {
       if (i == g.ops || (in_pass + 1) * bytes > limit) {  // the pass so far ends
