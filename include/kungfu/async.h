@@ -76,13 +76,13 @@
  * when the most urgent ready operation is one partition, it and the
  * single-partition ready operations next in priority order (of one dtype
  * and op; in all at most KF_FUSION_PASS_BYTES, default 4 MiB, and the first
- * one's partition size; each of at most a staging buffer, 256 KiB per local
- * rank) run together as one pass over their buffers laid end to end,
- * sharing its barriers. A thread waiting for a request runs
- * them itself; when nobody waits, a thread of the communicator does, 200 us
- * after a large submission (KF_FUSION_CYCLE_US after a small one), or, while
- * waiting threads have been running them, within 8 to 64 cycles (the longer
- * they do, the rarer its looks).
+ * one's partition size; each of at most a staging buffer, KF_SHM_STAGING_BYTES:
+ * by default 256 KiB per local rank, at least 512 KiB) run together as one
+ * pass over their buffers laid end to end, sharing its barriers. A thread
+ * waiting for a request runs them itself; when nobody waits, a thread of
+ * the communicator does, 200 us after a large submission (KF_FUSION_CYCLE_US
+ * after a small one), or, while waiting threads have been running them,
+ * within 8 to 64 cycles (the longer they do, the rarer its looks).
  * KF_ASYNC_ARENA=0 turns this off. Everything else moves over the peer
  * rings (shared memory or TCP). Small single-partition operations (up to
  * 64 KiB) start at submission; larger ones once every rank submitted them.

@@ -35,11 +35,10 @@
 //     most a staging buffer, the appender packs it and the like ready
 //     operations after it in priority order (same dtype and op, while
 //     their bytes fit pass_bytes and the head's partition size) into one
-//     pass: one batch
-//     of entries, appended at once, that every rank runs as one all_reduce
-//     over their buffers laid end to end (arena_all_reduce_pieces(): one
-//     shot with one barrier for all of them, or staged rounds that span
-//     operations). Each operation keeps its own buffers; the pass saves
+//     pass: one batch of entries, appended at once, that every rank runs
+//     as one all_reduce over their buffers laid end to end
+//     (arena_all_reduce_pieces(): one shot with one barrier for all of
+//     them, or staged rounds that span operations). Each operation keeps its own buffers; the pass saves
 //     the barriers and log entries of separate passes, and pipelines the
 //     rounds of operations that each fill at most one. A longer operation
 //     is pipelined within its own pass already, and runs alone: fused, two
