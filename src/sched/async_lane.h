@@ -38,12 +38,13 @@
 //     pass: one batch of entries, appended at once, that every rank runs
 //     as one all_reduce over their buffers laid end to end
 //     (arena_all_reduce_pieces(): one shot with one barrier for all of
-//     them, or staged rounds that span operations). Each operation keeps its own buffers; the pass saves
-//     the barriers and log entries of separate passes, and pipelines the
-//     rounds of operations that each fill at most one. A longer operation
-//     is pipelined within its own pass already, and runs alone: fused, two
-//     1 MiB operations (two rounds each at np 2) ran 1-2.5% slower than
-//     their own passes (perf/README.md, session 33).
+//     them, or staged rounds that span operations). Each operation keeps
+//     its own buffers; the pass saves the barriers and log entries of
+//     separate passes, and pipelines the rounds of operations that each
+//     fill at most one. A longer operation is pipelined within its own
+//     pass already, and runs alone: fused, two 1 MiB operations (two
+//     rounds each at np 2) ran 1-2.5% slower than their own passes
+//     (perf/README.md, session 33).
 //  4. Timeout: a driver whose operation passed its deadline unready appends
 //     a withdrawal; every rank that submitted it fails it with the timeout,
 //     naming the ranks that never did, and a rank that submits it later

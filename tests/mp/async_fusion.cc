@@ -41,6 +41,7 @@
 
 #include "api/handle.h"
 #include "base/config.h"
+#include "transport/shm/lane_log.h"
 #include "mp_common.h"
 
 namespace {
@@ -485,17 +486,15 @@ int run_lane_passes(kf_comm_t comm, int rank, int n) {
   uint64_t want_passes = 0, want_fused = 0;
   for (const Group& g : groups) {
     const uint64_t bytes = g.count * dsize(g.dtype);
-    if (bytes <= 64 || bytes > fuse_max) continue;  // each runs alone
-    uint64_t in_pass = 0;
-    for (int i = 0; i <= g.ops; ++i) {
-      if (i == g.ops || (in_pass + 1) * bytes > limit) {  // the pass so far ends
-        if (in_pass >= 2) {
-          ++want_passes;
-          want_fused += in_pass;
-        }
-        in_pass = 0;
+    if (bytes <= kf::LaneRecord::kPayloadBytes || bytes > fuse_max) continue;  // each alone
+    const uint64_t per_pass = std::max<uint64_t>(1, limit / bytes);
+    for (uint64_t left = static_cast<uint64_t>(g.ops); left > 0;) {
+      const uint64_t in_pass = std::min(left, per_pass);
+      if (in_pass >= 2) {
+        ++want_passes;
+        want_fused += in_pass;
       }
-      ++in_pass;
+      left -= in_pass;
     }
   }
   struct Case {
